@@ -1,0 +1,38 @@
+# CUDA toolchain wiring: MEGATRON_CUDA=AUTO builds the CUDA parts whenever nvcc is found.
+# Binaries link the CUDA runtime only (never libcuda), so a CUDA build still starts and runs
+# its CPU work on machines without a driver.
+set(MEGATRON_WITH_CUDA OFF)
+if(NOT MEGATRON_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER)
+    find_program(_megatron_nvcc nvcc HINTS /usr/local/cuda/bin ENV CUDA_PATH PATH_SUFFIXES bin)
+    if(_megatron_nvcc)
+      set(CMAKE_CUDA_COMPILER "${_megatron_nvcc}")
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(MEGATRON_WITH_CUDA ON)
+  elseif(MEGATRON_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "MEGATRON_CUDA=ON but no CUDA compiler (nvcc) was found; "
+                        "install the CUDA toolkit or configure with -DMEGATRON_CUDA=OFF")
+  endif()
+endif()
+
+if(MEGATRON_WITH_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    # Ampere (A100) and Hopper (H100/H200); `native` fails on machines without a GPU.
+    set(CMAKE_CUDA_ARCHITECTURES "80;90")
+  endif()
+  # CMake 3.25 does not know nvcc's C++20 flag yet.
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  find_package(CUDAToolkit REQUIRED)
+  message(STATUS "megatron: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "megatron: CUDA backend OFF")
+endif()

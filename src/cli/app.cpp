@@ -1,0 +1,76 @@
+#include "cli/app.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/logging.hpp"
+
+namespace megatron::cli {
+namespace {
+
+int report(const std::string& message, int code) {
+  std::cerr << "megatron: error: " << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"megatron: train transformer language models from declarative YAML recipes"};
+  app.name("megatron");
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "Print version, git commit and build options");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  Actions actions;
+  add_recipe_commands(app, actions);
+  add_plan_command(app, actions);
+  app.footer("Docs: docs/ in the source tree (recipes.md, plan.md). Exit codes: 0 ok, "
+             "2 bad input, 1 runtime failure.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return report(std::string(e.what()) + "; run megatron --help for usage", kExitBadInput);
+  }
+  if (version) {
+    print_version();
+    return 0;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return kExitBadInput;
+  }
+  try {
+    logging::init(log_level);
+    for (const auto& [command, action] : actions) {
+      if (command->parsed()) {
+        action();
+        return 0;
+      }
+    }
+    // A command group (`megatron recipe`) without its subcommand.
+    std::cout << app.get_subcommands().front()->help();
+    return kExitBadInput;
+  } catch (const UserError& e) {
+    return report(e.what(), kExitBadInput);
+  } catch (const RuntimeFailure& e) {
+    return report(e.what(), kExitRuntimeFailure);
+  } catch (const std::exception& e) {
+    return report(std::string("internal error: ") + e.what(), kExitRuntimeFailure);
+  }
+  return 0;
+}
+
+}  // namespace megatron::cli

@@ -1,0 +1,19 @@
+// Registration of each `megatron` subcommand on the CLI11 app. A command registers the action
+// to run when it was the one parsed; the work itself is one call into the library below cli/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+namespace megatron::cli {
+
+using Actions = std::vector<std::pair<CLI::App*, std::function<void()>>>;
+
+void add_recipe_commands(CLI::App& app, Actions& actions);
+void add_plan_command(CLI::App& app, Actions& actions);
+void print_version();
+
+}  // namespace megatron::cli

@@ -1,0 +1,121 @@
+#include "plan/activations.hpp"
+
+#include <algorithm>
+
+namespace megatron::plan {
+namespace {
+
+// Tokens of one micro-batch on this context-parallel rank.
+double local_tokens(const ModelShape& x, int64_t sequence) {
+  return static_cast<double>(sequence) / static_cast<double>(x.c);
+}
+
+// Fraction of an (s, b, h)-shaped tensor a rank keeps outside the tensor-parallel regions:
+// all of it, or 1/t of it when sequence parallelism shards those regions along s.
+double outside_share(const ModelShape& x) { return x.sp ? 1.0 / x.t : 1.0; }
+
+double attention_block(const ModelShape& x, double q, double kv_local, double kv_full) {
+  const double e = x.e(), b = x.b, h = x.h, a = x.a, d = x.d, g = x.g, t = x.t;
+  const double out = outside_share(x);
+  double bytes = 0;
+  bytes += e * q * b * h * out;               // norm input
+  bytes += e * q * b * h * out;               // QKV (or query) projection input
+  bytes += e * q * b * a * d / t;             // Q
+  bytes += 2 * e * kv_local * b * g * d / t;  // K and V (g groups of d channels each)
+  if (x.recompute != recipe::Recompute::Selective) {
+    if (x.flash) {
+      bytes += 4 * a * q * b / t;  // f32 softmax statistics (logsumexp) per query and head
+    } else {
+      const double scores = a * q * kv_full * b / t;
+      bytes += e * scores;  // softmax output
+      if (x.attention_dropout > 0) bytes += (1 + e) * scores;  // 1-byte mask + dropout output
+    }
+  }
+  bytes += e * q * b * a * d / t;  // output projection input
+  if (x.hidden_dropout > 0) bytes += q * b * h * out;  // 1-byte dropout mask
+  return bytes;
+}
+
+double mlp_block(const ModelShape& x, double q) {
+  const double e = x.e(), b = x.b, h = x.h, F = x.F, t = x.t;
+  const double out = outside_share(x);
+  double bytes = 0;
+  bytes += e * q * b * h * out;                          // norm input
+  bytes += e * q * b * h * out;                          // fc1 input
+  bytes += e * q * b * F * (x.swiglu ? 2 : 1) / t;       // fc1 output (activation input)
+  bytes += e * q * b * F / t;                            // fc2 input
+  if (x.hidden_dropout > 0) bytes += q * b * h * out;    // 1-byte dropout mask
+  return bytes;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const ModelShape& x, LayerKind kind) {
+  const double q = local_tokens(x, x.tokens(kind));
+  // Self-attention: each rank keeps its own s/c keys, but scores span the whole sequence.
+  double bytes = attention_block(x, q, q, static_cast<double>(x.tokens(kind)));
+  if (kind == LayerKind::Decoder)
+    bytes += attention_block(x, q, local_tokens(x, x.s), static_cast<double>(x.s));
+  return bytes + mlp_block(x, q);
+}
+
+double recomputed_layer_activation_bytes(const ModelShape& x, LayerKind kind) {
+  return x.e() * local_tokens(x, x.tokens(kind)) * x.b * x.h * outside_share(x);
+}
+
+double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
+  const double e = x.e(), b = x.b, h = x.h, out = outside_share(x);
+  double bytes = 0;
+  if (stage.has_embedding && x.hidden_dropout > 0)
+    bytes += local_tokens(x, x.s) * b * h * out;  // embedding dropout mask
+  const bool holds_decoder = std::any_of(stage.layers.begin(), stage.layers.end(),
+                                         [&](int64_t l) { return x.kind(l) == LayerKind::Decoder; });
+  if (holds_decoder) {
+    // T5: the decoder's own embedding dropout mask sits with its first layer, and every
+    // cross-attention reads one shared copy of the encoder output.
+    const bool first_decoder_stage =
+        std::find(stage.layers.begin(), stage.layers.end(), x.L) != stage.layers.end();
+    if (first_decoder_stage && x.hidden_dropout > 0) bytes += local_tokens(x, x.sd) * b * h * out;
+    bytes += e * local_tokens(x, x.s) * b * h * out;
+  }
+  if (stage.has_output_layer) {
+    const double q = local_tokens(x, x.output_tokens());
+    bytes += e * q * b * h * out;                              // final norm input
+    bytes += 4.0 * q * b * static_cast<double>(x.V) / x.t;     // f32 logits for cross-entropy
+  }
+  return bytes;
+}
+
+double stage_activation_bytes(const ModelShape& x, const Stage& stage) {
+  // Megatron's uniform full recompute checkpoints the first N layers and keeps the rest.
+  const int64_t recomputed =
+      x.recompute == recipe::Recompute::Full
+          ? std::min<int64_t>(x.recompute_layers, static_cast<int64_t>(stage.layers.size()))
+          : 0;
+  double bytes = stage_extra_activation_bytes(x, stage);
+  for (std::size_t i = 0; i < stage.layers.size(); ++i) {
+    const LayerKind kind = x.kind(stage.layers[i]);
+    bytes += static_cast<int64_t>(i) < recomputed ? recomputed_layer_activation_bytes(x, kind)
+                                                  : layer_activation_bytes(x, kind);
+  }
+  return bytes;
+}
+
+double microbatches_in_flight(const ModelShape& x, int64_t stage) {
+  const int64_t p = x.p, v = x.v, m = x.m, r = stage;
+  switch (x.schedule) {
+    case recipe::Schedule::AllForwardAllBackward:
+      return static_cast<double>(m);
+    case recipe::Schedule::Interleaved: {
+      // Megatron's warm-up runs 2(p - r - 1) + (v - 1) p chunk forwards, then one more before
+      // the first backward; that many chunks are alive, v chunks make one stage's worth.
+      const int64_t chunks = std::min(m * v, (p - r - 1) * 2 + (v - 1) * p + 1);
+      return static_cast<double>(chunks) / static_cast<double>(v);
+    }
+    case recipe::Schedule::OneFOneB:
+      break;
+  }
+  return static_cast<double>(std::min(p - r, m));
+}
+
+}  // namespace megatron::plan

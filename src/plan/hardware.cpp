@@ -1,0 +1,123 @@
+#include "plan/hardware.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace megatron::plan {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Memory sizes are what the driver reports as total (nvidia-smi memory.total), since that is
+// what a job can address: the A100's marketed "80GB" is 80 GiB, the H100's 79.6 GiB, and the
+// H200's "141GB" is 140.4 GiB (143771 MiB), not 141e9 bytes. Peak FLOP/s are dense (NVIDIA
+// quotes "with sparsity" figures at twice these). NVLink is the one-direction half of the
+// quoted bidirectional bandwidth; inter-node is one InfiniBand HCA per GPU, as in DGX systems.
+// dp_overlap 0.7: Megatron overlaps gradient reduce-scatter with the backward of earlier
+// buckets; the last bucket and the weight all-gather of the first stay exposed.
+std::vector<HardwareProfile> make_profiles() {
+  return {
+      {
+          .name = "a100-80gb",
+          // NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB): BF16 312 TFLOPS, TF32 156
+          // TFLOPS, 80GB HBM2e at 2,039 GB/s, NVLink 600 GB/s; HDR InfiniBand 200 Gb/s.
+          .description = "NVIDIA A100 SXM4 80GB",
+          .peak_flops_16bit = 312e12,
+          .peak_flops_32bit = 156e12,
+          .achievable_fraction = 0.60,
+          .memory_bytes = 81920 * kMiB,
+          .memory_bandwidth = 2.039e12,
+          .intra_node_bandwidth = 300e9,
+          .inter_node_bandwidth = 25e9,
+          .dp_overlap = 0.7,
+      },
+      {
+          .name = "h100-sxm",
+          // NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 1,979 TFLOPS with sparsity,
+          // TF32 989 with sparsity, 80GB HBM3 at 3.35 TB/s, NVLink 900 GB/s; NDR 400 Gb/s.
+          .description = "NVIDIA H100 SXM5 80GB",
+          .peak_flops_16bit = 989e12,
+          .peak_flops_32bit = 494.5e12,
+          .achievable_fraction = 0.55,
+          .memory_bytes = 81559 * kMiB,
+          .memory_bandwidth = 3.35e12,
+          .intra_node_bandwidth = 450e9,
+          .inter_node_bandwidth = 50e9,
+          .dp_overlap = 0.7,
+      },
+      {
+          .name = "h200",
+          // NVIDIA H200 Tensor Core GPU datasheet (SXM): same compute as H100 SXM, 141GB
+          // HBM3e at 4.8 TB/s, NVLink 900 GB/s; NDR 400 Gb/s.
+          .description = "NVIDIA H200 SXM 141GB",
+          .peak_flops_16bit = 989e12,
+          .peak_flops_32bit = 494.5e12,
+          .achievable_fraction = 0.55,
+          .memory_bytes = 143771 * kMiB,
+          .memory_bandwidth = 4.8e12,
+          .intra_node_bandwidth = 450e9,
+          .inter_node_bandwidth = 50e9,
+          .dp_overlap = 0.7,
+      },
+      {
+          .name = "cpu",
+          // This project's CI machine: 2 cores of an AMD EPYC (Zen 4, family 25 model 17),
+          // 24 GiB. Zen 4 runs AVX-512 FMAs on two 256-bit pipes: 32 f32 FLOP per cycle per
+          // core; a register-resident FMA loop measured 116.6 GFLOP/s on one core (~3.6 GHz
+          // boost), so 2 cores give ~233 GFLOP/s. bf16 is storage only (math in f32), so the
+          // 16-bit peak is the f32 one. Ranks talk through shared-memory MPI.
+          .description = "2-core AMD EPYC (Zen 4, AVX-512), shared-memory MPI",
+          .peak_flops_16bit = 233e9,
+          .peak_flops_32bit = 233e9,
+          .achievable_fraction = 0.4,
+          .memory_bytes = 24 * kGiB,
+          .memory_bandwidth = 20e9,
+          .intra_node_bandwidth = 10e9,
+          .inter_node_bandwidth = 1e9,
+          .dp_overlap = 0.0,
+      },
+  };
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return out;
+}
+
+// Short names people type; each maps to the profile it means.
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"a100", "a100-80gb"},
+    {"h100", "h100-sxm"},
+};
+
+}  // namespace
+
+const std::vector<HardwareProfile>& hardware_profiles() {
+  static const std::vector<HardwareProfile> profiles = make_profiles();
+  return profiles;
+}
+
+const HardwareProfile& find_hardware(std::string_view name) {
+  std::string wanted = lower(name);
+  for (const auto& [alias, target] : kAliases)
+    if (wanted == alias) wanted = target;
+  for (const HardwareProfile& profile : hardware_profiles())
+    if (profile.name == wanted) return profile;
+
+  std::string known;
+  for (const HardwareProfile& profile : hardware_profiles())
+    known += (known.empty() ? "" : ", ") + profile.name;
+  std::string aliases;
+  for (const auto& [alias, target] : kAliases)
+    aliases += (aliases.empty() ? "" : ", ") + std::string(alias) + " = " + std::string(target);
+  throw UserError("unknown hardware '" + std::string(name) + "'; known profiles: " + known +
+                  " (aliases: " + aliases + ")");
+}
+
+}  // namespace megatron::plan

@@ -1,0 +1,100 @@
+// The Plan: how a compiled recipe runs on its world (rank grid, stages, parameter shards) and
+// what it costs (parameters, memory, FLOPs, communication, step time). `megatron plan` prints
+// it; `megatron run` executes it. Formulas: docs/plan.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/hardware.hpp"
+#include "recipe/compile.hpp"
+
+namespace megatron::plan {
+
+struct Layout {
+  int64_t tp = 1, cp = 1, dp = 1, pp = 1, vpp = 1;
+  int64_t world = 1;
+  // Megatron order: rank = tp + TP * (cp + CP * (dp + DP * pp)).
+  struct Coord { int64_t tp, cp, dp, pp; };
+  Coord coord(int64_t rank) const;
+  int64_t rank(const Coord& c) const;
+};
+
+struct MemoryBreakdown {  // bytes on one rank
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;     // master weights + moments (sharded under the distributed optimizer)
+  double activations = 0;   // all micro-batches in flight on this stage
+  double total() const { return weights + gradients + optimizer + activations; }
+};
+
+struct Stage {
+  int64_t index = 0;
+  std::vector<int64_t> layers;        // global transformer layer indices held (all chunks)
+  bool has_embedding = false;         // word (and position) embeddings
+  bool has_output_layer = false;      // final norm + output projection / LM head
+  int64_t parameters_per_rank = 0;    // parameters held by one TP rank of this stage
+  double activation_bytes_per_microbatch = 0;  // per rank, all layers of this stage
+  // Micro-batches whose activations are alive at the peak, under the schedule, counted in
+  // whole-stage units (interleaving holds chunks, so this can be fractional).
+  double microbatches_in_flight = 0;
+  MemoryBreakdown memory;             // per rank
+};
+
+struct Parameters {
+  int64_t total = 0;
+  int64_t embedding = 0;        // word + position (+ token-type) embeddings
+  int64_t per_layer = 0;        // one transformer layer (decoder layer for GPT)
+  int64_t per_decoder_layer = 0;  // T5: one decoder layer (with cross-attention); 0 otherwise
+  int64_t output_layer = 0;     // untied output projection / LM head extras; 0 when tied
+  int64_t per_rank_max = 0;
+  int64_t per_rank_min = 0;
+};
+
+struct Flops {
+  double model_per_iteration = 0;     // forward + backward, no recompute
+  double hardware_per_iteration = 0;  // including recompute
+};
+
+struct Communication {  // bytes sent per iteration by the busiest rank of each kind
+  double tensor_parallel = 0;
+  double pipeline_parallel = 0;
+  double data_parallel = 0;
+  double embedding_sync = 0;  // tied embedding gradients between first and last stage
+};
+
+struct Schedule {
+  std::string name;             // "1f1b", "interleaved", "all-forward-all-backward"
+  int64_t microbatches = 1;     // per iteration per DP rank
+  double bubble_fraction = 0;   // idle time / step time
+};
+
+struct Estimate {
+  std::string hardware;         // profile name
+  double compute_time_s = 0;
+  double communication_time_s = 0;  // exposed (not overlapped)
+  double step_time_s = 0;
+  double mfu = 0;
+  double tokens_per_second = 0;
+  bool fits = true;
+  std::vector<std::string> warnings;     // "stage 0 needs 91.2 GiB, the h100-sxm has 80 GiB"
+  std::vector<std::string> suggestions;  // what would make it fit
+};
+
+struct Plan {
+  Layout layout;
+  std::vector<Stage> stages;
+  Parameters parameters;
+  MemoryBreakdown peak_rank;    // the stage whose total is largest
+  int64_t peak_stage = 0;
+  Flops flops;
+  int64_t tokens_per_iteration = 0;
+  Communication communication;
+  Schedule schedule;
+  Estimate estimate;
+};
+
+Plan make_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware);
+
+}  // namespace megatron::plan

@@ -1,0 +1,71 @@
+#include "plan/shape.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace megatron::plan {
+namespace {
+
+// The planner divides by layout sizes; a hand-built or half-filled recipe must not crash it.
+int64_t at_least_one(int64_t value) { return std::max<int64_t>(value, 1); }
+
+}  // namespace
+
+ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
+  const recipe::Recipe& r = compiled.recipe;
+  const recipe::Derived& dv = compiled.derived;
+  ModelShape x;
+  x.arch = r.model.arch;
+  x.B = at_least_one(r.training.global_batch_size);
+  x.b = at_least_one(r.training.micro_batch_size);
+  x.s = at_least_one(r.data.seq_length);
+  x.h = at_least_one(r.model.hidden_size);
+  x.a = at_least_one(r.model.num_attention_heads);
+  x.g = dv.num_query_groups > 0 ? dv.num_query_groups : x.a;
+  x.d = dv.head_dim > 0 ? dv.head_dim : x.h / x.a;
+  x.F = dv.ffn_hidden_size > 0 ? dv.ffn_hidden_size : 4 * x.h;
+  x.V = dv.padded_vocab_size > 0 ? dv.padded_vocab_size : r.model.vocab_size;
+  const bool learned = r.model.position_embedding == recipe::PositionEmbedding::Learned;
+  x.P = learned ? (dv.max_position_embeddings > 0 ? dv.max_position_embeddings : x.s) : 0;
+  x.L = at_least_one(r.model.num_layers);
+  if (x.arch == recipe::Arch::T5) {
+    x.Ld = dv.decoder_num_layers > 0 ? dv.decoder_num_layers : x.L;
+    x.sd = dv.decoder_seq_length > 0 ? dv.decoder_seq_length : x.s;
+  }
+
+  x.t = at_least_one(r.parallel.tensor);
+  x.p = at_least_one(r.parallel.pipeline);
+  x.v = at_least_one(r.parallel.virtual_pipeline);
+  x.c = at_least_one(r.parallel.context);
+  x.D = at_least_one(dv.data_parallel);
+  x.m = at_least_one(dv.num_microbatches);
+  x.world = x.t * x.p * x.c * x.D;
+  x.gpus_per_node = at_least_one(r.cluster.gpus_per_node);
+  x.schedule = dv.schedule;
+  // One chunk per stage is plain 1F1B whatever the name says (Megatron does the same).
+  if (x.schedule == recipe::Schedule::Interleaved && x.v == 1) x.schedule = recipe::Schedule::OneFOneB;
+
+  x.swiglu = r.model.activation == recipe::Activation::Swiglu;
+  x.layernorm = r.model.normalization == recipe::Norm::LayerNorm;
+  x.bias_linear = r.model.add_bias_linear;
+  x.qkv_bias = dv.add_qkv_bias;
+  x.tied = r.model.tie_embeddings;
+  x.binary_head = r.model.bert_binary_head;
+  x.flash = r.model.flash_attention;
+  x.hidden_dropout = r.model.hidden_dropout;
+  x.attention_dropout = r.model.attention_dropout;
+
+  x.sp = r.parallel.sequence_parallel && x.t > 1;
+  x.distributed_optimizer = r.parallel.distributed_optimizer;
+  x.recompute = r.training.recompute;
+  if (x.recompute == recipe::Recompute::Full)
+    // 0 under full recompute can only mean "not derived": recompute every layer of the stage.
+    x.recompute_layers = dv.recompute_num_layers > 0 ? dv.recompute_num_layers
+                                                     : std::numeric_limits<int64_t>::max();
+  x.dtype = r.precision.dtype;
+  x.optimizer = r.training.optimizer;
+  x.sgd_momentum = r.training.sgd_momentum;
+  return x;
+}
+
+}  // namespace megatron::plan

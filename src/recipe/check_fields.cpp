@@ -1,0 +1,123 @@
+#include <fmt/format.h>
+
+#include <regex>
+
+#include "recipe/checks.hpp"
+#include "recipe/schema.hpp"
+
+namespace megatron::recipe {
+
+Origin Locator::at(const std::string& path) const {
+  if (auto it = provenance_.find(path); it != provenance_.end()) return it->second;
+  Origin o;
+  o.file = file_;
+  return o;
+}
+
+std::string Locator::name(const std::string& path, const std::string& value) const {
+  if (provenance_.contains(path)) return path + " (" + value + ")";
+  return path + " (" + value + ", the default)";
+}
+
+void check_fields(const Recipe& r, const Locator& where) {
+  const auto& t = r.training;
+  int lengths = int(t.train_iters.has_value()) + int(t.train_samples.has_value()) +
+                int(t.train_tokens.has_value());
+  if (lengths > 1) {
+    const std::string second = t.train_samples && t.train_iters ? "training.train_samples"
+                                                                : "training.train_tokens";
+    fail_at(where.at(second),
+            "give only one of training.train_iters, train_samples and train_tokens; remove " +
+                second + " or set the others to null");
+  }
+  if (t.lr_warmup_fraction && t.lr_warmup_iters > 0)
+    fail_at(where.at("training.lr_warmup_fraction"),
+            "training.lr_warmup_fraction and lr_warmup_iters both set the warmup; keep one");
+  if (t.min_lr > t.lr)
+    fail_at(where.at("training.min_lr"),
+            fmt::format("training.min_lr ({}) is above training.lr ({}); the rate decays to "
+                        "min_lr, so make it <= lr",
+                        t.min_lr, t.lr));
+  if (t.lr_wsd_decay_iters && t.lr_decay_style != LrDecay::Wsd)
+    fail_at(where.at("training.lr_wsd_decay_iters"),
+            "training.lr_wsd_decay_iters is only used with lr_decay_style: wsd");
+  if (!t.rampup_batch_size.empty()) {
+    if (t.rampup_batch_size.size() != 3)
+      fail_at(where.at("training.rampup_batch_size"),
+              fmt::format("training.rampup_batch_size takes [start, increment, ramp samples], got "
+                          "{} numbers",
+                          t.rampup_batch_size.size()));
+    const int64_t start = t.rampup_batch_size[0], step = t.rampup_batch_size[1];
+    if (start > t.global_batch_size || (t.global_batch_size - start) % step != 0)
+      fail_at(where.at("training.rampup_batch_size"),
+              fmt::format("batch ramp-up from {} in steps of {} does not reach "
+                          "training.global_batch_size {}: ({} - {}) % {} = {}",
+                          start, step, t.global_batch_size, t.global_batch_size, start, step,
+                          (t.global_batch_size - start) % step));
+  }
+  if (t.micro_batch_size > t.global_batch_size)
+    fail_at(where.at("training.micro_batch_size"),
+            fmt::format("training.micro_batch_size ({}) is larger than global_batch_size ({})",
+                        t.micro_batch_size, t.global_batch_size));
+  if (t.recompute_num_layers && t.recompute != Recompute::Full)
+    fail_at(where.at("training.recompute_num_layers"),
+            "training.recompute_num_layers applies to recompute: full only");
+
+  const auto& m = r.model;
+  if (m.decoder_num_layers && m.arch != Arch::T5)
+    fail_at(where.at("model.decoder_num_layers"),
+            "model.decoder_num_layers is only used by arch: t5");
+  if (r.data.decoder_seq_length && m.arch != Arch::T5)
+    fail_at(where.at("data.decoder_seq_length"), "data.decoder_seq_length is only used by arch: t5");
+  if (!m.kv_channels && m.hidden_size % m.num_attention_heads != 0)
+    fail_at(where.at("model.num_attention_heads"),
+            fmt::format("model.hidden_size ({}) is not divisible by num_attention_heads ({}): "
+                        "{} % {} = {}; change one, or set model.kv_channels",
+                        m.hidden_size, m.num_attention_heads, m.hidden_size,
+                        m.num_attention_heads, m.hidden_size % m.num_attention_heads));
+  if (m.num_query_groups) {
+    if (*m.num_query_groups > m.num_attention_heads || m.num_attention_heads % *m.num_query_groups)
+      fail_at(where.at("model.num_query_groups"),
+              fmt::format("model.num_attention_heads ({}) is not a multiple of num_query_groups "
+                          "({}); each key/value group serves a whole number of heads",
+                          m.num_attention_heads, *m.num_query_groups));
+  }
+  if (m.max_position_embeddings && m.position_embedding == PositionEmbedding::Learned &&
+      *m.max_position_embeddings < r.data.seq_length)
+    fail_at(where.at("model.max_position_embeddings"),
+            fmt::format("data.seq_length ({}) exceeds model.max_position_embeddings ({}): learned "
+                        "positions only cover {} tokens; raise max_position_embeddings or shorten "
+                        "the sequence",
+                        r.data.seq_length, *m.max_position_embeddings, *m.max_position_embeddings));
+
+  const auto& d = r.data;
+  if (!d.weights.empty() && d.weights.size() != d.prefixes.size())
+    fail_at(where.at("data.weights"),
+            fmt::format("data.weights has {} entries but data.prefixes has {}; give one weight "
+                        "per dataset",
+                        d.weights.size(), d.prefixes.size()));
+  static const std::regex split_format(R"(\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*){0,2})");
+  if (!std::regex_match(d.split, split_format))
+    fail_at(where.at("data.split"),
+            "data.split '" + d.split + "' is not like 969,30,1 (train,valid,test proportions)");
+
+  const auto& p = r.precision;
+  if (p.min_loss_scale > p.initial_loss_scale)
+    fail_at(where.at("precision.min_loss_scale"),
+            "precision.min_loss_scale is above initial_loss_scale");
+
+  if (r.cluster.time_limit) {
+    static const std::regex slurm_time(
+        R"(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})");
+    if (!std::regex_match(*r.cluster.time_limit, slurm_time))
+      fail_at(where.at("cluster.time_limit"),
+              "cluster.time_limit '" + *r.cluster.time_limit +
+                  "' is not a Slurm time: use MM, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
+  }
+  static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error"};
+  if (std::find(levels.begin(), levels.end(), r.logging.level) == levels.end())
+    fail_at(where.at("logging.level"),
+            "logging.level '" + r.logging.level + "' is not one of trace, debug, info, warn, error");
+}
+
+}  // namespace megatron::recipe

@@ -1,0 +1,350 @@
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "recipe/checks.hpp"
+#include "recipe/enum_names.hpp"
+#include "recipe/schema.hpp"
+
+namespace megatron::recipe {
+namespace {
+
+std::string divisors_of(int64_t n) {
+  std::string out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+class Deriver {
+ public:
+  Deriver(const Recipe& r, const Locator& where) : r_(r), where_(where) {}
+
+  void note(std::string name, int64_t value, std::string how) {
+    d_.log.push_back({std::move(name), std::to_string(value), std::move(how)});
+  }
+  void note(std::string name, std::string value, std::string how) {
+    d_.log.push_back({std::move(name), std::move(value), std::move(how)});
+  }
+  std::string name(const std::string& path, int64_t value) const {
+    return where_.name(path, std::to_string(value));
+  }
+
+  Derived run(std::optional<int64_t> world_size) {
+    layout(world_size);
+    attention();
+    widths();
+    sequence();
+    layers();
+    batches();
+    recompute();
+    schedule_lengths();
+    return d_;
+  }
+
+ private:
+  void layout(std::optional<int64_t> world_size) {
+    const auto& p = r_.parallel;
+    if (world_size) {
+      d_.world_size = *world_size;
+      note("world size", d_.world_size, "ranks in the running job");
+    } else {
+      d_.world_size = r_.cluster.nodes * r_.cluster.gpus_per_node;
+      note("world size", d_.world_size,
+           fmt::format("cluster.nodes {} x cluster.gpus_per_node {}", r_.cluster.nodes,
+                       r_.cluster.gpus_per_node));
+    }
+    const int64_t model_parallel = p.tensor * p.pipeline * p.context;
+    if (d_.world_size % model_parallel != 0)
+      fail_at(where_.at(p.tensor > 1 ? "parallel.tensor" : "parallel.pipeline"),
+              fmt::format("tensor {} x pipeline {} x context {} = {} ranks per model replica does "
+                          "not divide the world size {}: {} % {} = {}; use a world size that is a "
+                          "multiple of {} or change the layout",
+                          p.tensor, p.pipeline, p.context, model_parallel, d_.world_size,
+                          d_.world_size, model_parallel, d_.world_size % model_parallel,
+                          model_parallel));
+    d_.data_parallel = d_.world_size / model_parallel;
+    if (p.data && *p.data != d_.data_parallel)
+      fail_at(where_.at("parallel.data"),
+              fmt::format("tensor {} x context {} x pipeline {} x data {} = {} ranks, but the "
+                          "world has {}; set parallel.data to {} or remove it",
+                          p.tensor, p.context, p.pipeline, *p.data,
+                          model_parallel * *p.data, d_.world_size, d_.data_parallel));
+    note("data-parallel size", d_.data_parallel,
+         fmt::format("world {} / (tensor {} x pipeline {} x context {})", d_.world_size, p.tensor,
+                     p.pipeline, p.context));
+  }
+
+  void attention() {
+    const auto& m = r_.model;
+    const int64_t tp = r_.parallel.tensor;
+    if (m.num_attention_heads % tp != 0)
+      fail_at(where_.at("parallel.tensor"),
+              fmt::format("model.num_attention_heads ({}) is not divisible by parallel.tensor "
+                          "({}): {} % {} = {}; each tensor-parallel rank needs whole heads, so "
+                          "use a tensor size among {}",
+                          m.num_attention_heads, tp, m.num_attention_heads, tp,
+                          m.num_attention_heads % tp, divisors_of(m.num_attention_heads)));
+    d_.num_query_groups = m.num_query_groups.value_or(m.num_attention_heads);
+    if (d_.num_query_groups % tp != 0)
+      fail_at(where_.at("model.num_query_groups"),
+              fmt::format("model.num_query_groups ({}) is not divisible by parallel.tensor ({}): "
+                          "{} % {} = {}; each tensor-parallel rank needs whole key/value groups",
+                          d_.num_query_groups, tp, d_.num_query_groups, tp,
+                          d_.num_query_groups % tp));
+    if (m.num_query_groups)
+      note("query groups", d_.num_query_groups,
+           fmt::format("{} heads share {} key/value heads ({} each)", m.num_attention_heads,
+                       d_.num_query_groups, m.num_attention_heads / d_.num_query_groups));
+    if (m.kv_channels) {
+      d_.head_dim = *m.kv_channels;
+    } else {
+      d_.head_dim = m.hidden_size / m.num_attention_heads;
+      note("head dim", d_.head_dim,
+           fmt::format("hidden {} / heads {}", m.hidden_size, m.num_attention_heads));
+    }
+    d_.add_qkv_bias = m.add_qkv_bias.value_or(m.add_bias_linear);
+  }
+
+  void widths() {
+    const auto& m = r_.model;
+    if (m.ffn_hidden_size) {
+      d_.ffn_hidden_size = *m.ffn_hidden_size;
+    } else if (m.activation == Activation::Swiglu) {
+      d_.ffn_hidden_size = round_up(8 * m.hidden_size / 3 + (8 * m.hidden_size % 3 ? 1 : 0), 256);
+      note("ffn hidden size", d_.ffn_hidden_size,
+           fmt::format("SwiGLU: 8/3 x hidden {} rounded up to a multiple of 256", m.hidden_size));
+    } else {
+      d_.ffn_hidden_size = 4 * m.hidden_size;
+      note("ffn hidden size", d_.ffn_hidden_size, fmt::format("4 x hidden {}", m.hidden_size));
+    }
+    const int64_t tp = r_.parallel.tensor;
+    if (d_.ffn_hidden_size % tp != 0)
+      fail_at(where_.at("model.ffn_hidden_size"),
+              fmt::format("the ffn hidden size ({}) is not divisible by parallel.tensor ({}): "
+                          "{} % {} = {}",
+                          d_.ffn_hidden_size, tp, d_.ffn_hidden_size, tp, d_.ffn_hidden_size % tp));
+    const int64_t multiple = m.make_vocab_size_divisible_by * tp;
+    d_.padded_vocab_size = round_up(m.vocab_size, multiple);
+    note("padded vocab", d_.padded_vocab_size,
+         fmt::format("vocab {} rounded up to a multiple of {} x tensor {} = {} (+{} rows)",
+                     m.vocab_size, m.make_vocab_size_divisible_by, tp, multiple,
+                     d_.padded_vocab_size - m.vocab_size));
+  }
+
+  void sequence() {
+    const auto& m = r_.model;
+    const int64_t s = r_.data.seq_length;
+    if (m.max_position_embeddings) {
+      d_.max_position_embeddings = *m.max_position_embeddings;
+    } else {
+      d_.max_position_embeddings = s;
+      if (m.position_embedding == PositionEmbedding::Learned)
+        note("max position embeddings", s, "data.seq_length");
+    }
+    if (m.arch == Arch::T5) {
+      d_.decoder_num_layers = m.decoder_num_layers.value_or(m.num_layers);
+      d_.decoder_seq_length = r_.data.decoder_seq_length.value_or(s);
+      if (d_.decoder_seq_length > d_.max_position_embeddings &&
+          m.position_embedding == PositionEmbedding::Learned)
+        fail_at(where_.at("data.decoder_seq_length"),
+                fmt::format("data.decoder_seq_length ({}) exceeds the {} learned positions",
+                            d_.decoder_seq_length, d_.max_position_embeddings));
+    }
+    const auto& p = r_.parallel;
+    if (p.sequence_parallel && p.tensor == 1)
+      fail_at(where_.at("parallel.sequence_parallel"),
+              "parallel.sequence_parallel shards along tensor-parallel ranks and needs "
+              "parallel.tensor > 1; set it to false or raise parallel.tensor");
+    if (p.sequence_parallel && s % p.tensor != 0)
+      fail_at(where_.at("data.seq_length"),
+              fmt::format("with sequence parallelism data.seq_length ({}) must be divisible by "
+                          "parallel.tensor ({}): {} % {} = {}",
+                          s, p.tensor, s, p.tensor, s % p.tensor));
+    if (p.context > 1 && s % (2 * p.context) != 0)
+      fail_at(where_.at("data.seq_length"),
+              fmt::format("with context parallelism data.seq_length ({}) must be divisible by 2 x "
+                          "parallel.context = {} (each rank takes two balanced chunks): {} % {} = {}",
+                          s, 2 * p.context, s, 2 * p.context, s % (2 * p.context)));
+  }
+
+  void layers() {
+    const auto& p = r_.parallel;
+    const int64_t pp = p.pipeline, vpp = p.virtual_pipeline;
+    // T5 pipelines its encoder and decoder layers as one sequence of blocks.
+    const int64_t total = r_.model.num_layers + d_.decoder_num_layers;
+    const std::string layers_name =
+        r_.model.arch == Arch::T5
+            ? fmt::format("the {} encoder + {} decoder layers", r_.model.num_layers,
+                          d_.decoder_num_layers)
+            : name("model.num_layers", total);
+
+    d_.schedule = p.schedule.value_or(vpp > 1 ? Schedule::Interleaved : Schedule::OneFOneB);
+    if (!p.schedule)
+      note("pipeline schedule", std::string(name_of(d_.schedule)),
+           vpp > 1 ? "parallel.virtual_pipeline > 1" : "parallel.virtual_pipeline = 1");
+    if (vpp > 1 && pp == 1)
+      fail_at(where_.at("parallel.virtual_pipeline"),
+              "parallel.virtual_pipeline > 1 interleaves pipeline stages and needs "
+              "parallel.pipeline > 1");
+    if (d_.schedule == Schedule::Interleaved && vpp == 1)
+      fail_at(where_.at("parallel.schedule"),
+              "the interleaved schedule needs parallel.virtual_pipeline > 1 (model chunks per "
+              "stage)");
+    if (d_.schedule != Schedule::Interleaved && vpp > 1)
+      fail_at(where_.at("parallel.schedule"),
+              fmt::format("parallel.virtual_pipeline ({}) needs schedule: interleaved, not {}", vpp,
+                          name_of(d_.schedule)));
+
+    if (!p.layers_per_stage.empty()) {
+      const auto& split = p.layers_per_stage;
+      if (static_cast<int64_t>(split.size()) != pp)
+        fail_at(where_.at("parallel.layers_per_stage"),
+                fmt::format("parallel.layers_per_stage lists {} stages but parallel.pipeline is "
+                            "{}; give one number per stage",
+                            split.size(), pp));
+      const int64_t sum = std::accumulate(split.begin(), split.end(), int64_t{0});
+      if (sum != total)
+        fail_at(where_.at("parallel.layers_per_stage"),
+                fmt::format("parallel.layers_per_stage adds up to {} layers but the model has {}",
+                            sum, total));
+      for (std::size_t s = 0; s < split.size(); ++s)
+        if (split[s] % vpp != 0)
+          fail_at(where_.at("parallel.layers_per_stage"),
+                  fmt::format("stage {} has {} layers, not divisible into {} virtual chunks", s,
+                              split[s], vpp));
+      d_.layers_per_stage = split;
+    } else {
+      if (total % (pp * vpp) != 0) {
+        const std::string chunks =
+            vpp > 1 ? fmt::format("pipeline {} x virtual_pipeline {} = {} model chunks", pp, vpp,
+                                  pp * vpp)
+                    : fmt::format("parallel.pipeline ({})", pp);
+        fail_at(where_.at(pp > 1 ? "parallel.pipeline" : "model.num_layers"),
+                fmt::format("{} do not split evenly over {}: {} % {} = {}; change the layout or "
+                            "give an uneven split with parallel.layers_per_stage",
+                            layers_name, chunks, total, pp * vpp, total % (pp * vpp)));
+      }
+      d_.layers_per_stage.assign(pp, total / pp);
+    }
+    d_.layers_per_chunk.assign(pp * vpp, 0);
+    for (int64_t s = 0; s < pp; ++s)
+      for (int64_t c = 0; c < vpp; ++c) d_.layers_per_chunk[c * pp + s] = d_.layers_per_stage[s] / vpp;
+    std::string list;
+    for (auto n : d_.layers_per_stage) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    note("layers per stage", "[" + list + "]",
+         p.layers_per_stage.empty()
+             ? fmt::format("{} layers / pipeline {}{}", total, pp,
+                           vpp > 1 ? fmt::format(", {} per virtual chunk", total / (pp * vpp)) : "")
+             : "parallel.layers_per_stage");
+  }
+
+  void batches() {
+    const auto& t = r_.training;
+    const int64_t per_step = t.micro_batch_size * d_.data_parallel;
+    if (t.global_batch_size % per_step != 0)
+      fail_at(where_.at("training.global_batch_size"),
+              fmt::format("training.global_batch_size ({}) is not divisible by micro_batch_size "
+                          "({}) x data-parallel size ({}) = {}: {} % {} = {}; use a multiple of "
+                          "{}, e.g. {} or {}",
+                          t.global_batch_size, t.micro_batch_size, d_.data_parallel, per_step,
+                          t.global_batch_size, per_step, t.global_batch_size % per_step, per_step,
+                          std::max(per_step, t.global_batch_size / per_step * per_step),
+                          (t.global_batch_size / per_step + 1) * per_step));
+    d_.num_microbatches = t.global_batch_size / per_step;
+    note("micro-batches per iteration", d_.num_microbatches,
+         fmt::format("global batch {} / (micro batch {} x data-parallel {})", t.global_batch_size,
+                     t.micro_batch_size, d_.data_parallel));
+    if (!t.rampup_batch_size.empty() && t.rampup_batch_size[0] % per_step != 0)
+      fail_at(where_.at("training.rampup_batch_size"),
+              fmt::format("the ramp-up start batch {} is not divisible by micro batch x "
+                          "data-parallel = {}",
+                          t.rampup_batch_size[0], per_step));
+    if (d_.schedule == Schedule::Interleaved && d_.num_microbatches % r_.parallel.pipeline != 0)
+      fail_at(where_.at("training.global_batch_size"),
+              fmt::format("the interleaved schedule needs the micro-batches per iteration ({}) "
+                          "to be a multiple of parallel.pipeline ({}): {} % {} = {}",
+                          d_.num_microbatches, r_.parallel.pipeline, d_.num_microbatches,
+                          r_.parallel.pipeline, d_.num_microbatches % r_.parallel.pipeline));
+  }
+
+  void recompute() {
+    const auto& t = r_.training;
+    if (t.recompute != Recompute::Full) return;
+    const int64_t most = *std::max_element(d_.layers_per_stage.begin(), d_.layers_per_stage.end());
+    d_.recompute_num_layers = t.recompute_num_layers.value_or(most);
+    if (d_.recompute_num_layers > most)
+      fail_at(where_.at("training.recompute_num_layers"),
+              fmt::format("training.recompute_num_layers ({}) exceeds the {} layers a stage holds",
+                          d_.recompute_num_layers, most));
+    if (!t.recompute_num_layers)
+      note("recomputed layers per stage", d_.recompute_num_layers, "every layer of the stage");
+  }
+
+  void schedule_lengths() {
+    const auto& t = r_.training;
+    const int64_t B = t.global_batch_size;
+    std::optional<int64_t> samples = t.train_samples;
+    if (t.train_tokens) {
+      samples = (*t.train_tokens + r_.data.seq_length - 1) / r_.data.seq_length;
+      note("train samples", *samples,
+           fmt::format("train_tokens {} / seq_length {}, rounded up", *t.train_tokens,
+                       r_.data.seq_length));
+    }
+    if (t.train_iters) {
+      d_.train_iters = *t.train_iters;
+    } else if (samples) {
+      if (t.rampup_batch_size.empty()) {
+        d_.train_iters = (*samples + B - 1) / B;
+        note("train iterations", d_.train_iters,
+             fmt::format("{} samples / global batch {}, rounded up", *samples, B));
+      } else {
+        // Walk the ramp: the batch grows by `step` every ramp/((B - start)/step) samples.
+        const int64_t start = t.rampup_batch_size[0], step = t.rampup_batch_size[1],
+                      ramp = t.rampup_batch_size[2];
+        const int64_t increments = (B - start) / step;
+        const int64_t per_increment = increments > 0 ? ramp / increments : 0;
+        int64_t consumed = 0, iters = 0;
+        while (consumed < *samples) {
+          int64_t batch = B;
+          if (consumed < ramp && per_increment > 0)
+            batch = std::min(B, start + consumed / per_increment * step);
+          consumed += batch;
+          ++iters;
+        }
+        d_.train_iters = iters;
+        note("train iterations", iters,
+             fmt::format("{} samples with the batch ramping from {} to {} over {} samples",
+                         *samples, start, B, ramp));
+      }
+    }
+    d_.lr_decay_iters = t.lr_decay_iters.value_or(d_.train_iters);
+    if (t.lr_warmup_fraction) {
+      d_.lr_warmup_iters = static_cast<int64_t>(*t.lr_warmup_fraction * d_.lr_decay_iters);
+      note("lr warmup iterations", d_.lr_warmup_iters,
+           fmt::format("lr_warmup_fraction {} x decay iterations {}", *t.lr_warmup_fraction,
+                       d_.lr_decay_iters));
+    } else {
+      d_.lr_warmup_iters = t.lr_warmup_iters;
+    }
+    if (d_.lr_decay_iters > 0 && d_.lr_warmup_iters > d_.lr_decay_iters)
+      fail_at(where_.at(t.lr_warmup_fraction ? "training.lr_warmup_fraction"
+                                             : "training.lr_warmup_iters"),
+              fmt::format("the warmup ({} iterations) is longer than the decay ({} iterations)",
+                          d_.lr_warmup_iters, d_.lr_decay_iters));
+  }
+
+  const Recipe& r_;
+  const Locator& where_;
+  Derived d_;
+};
+
+}  // namespace
+
+Derived derive(const Recipe& recipe, const Locator& where, std::optional<int64_t> world_size) {
+  return Deriver(recipe, where).run(world_size);
+}
+
+}  // namespace megatron::recipe

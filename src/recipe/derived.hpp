@@ -1,0 +1,43 @@
+// Values the recipe implies but does not state (data-parallel size, micro-batches, FFN size,
+// padded vocab, layers per stage, ...), each with a sentence saying how it was derived.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "recipe/recipe.hpp"
+
+namespace megatron::recipe {
+
+struct Derivation {
+  std::string name;   // e.g. "data-parallel size"
+  std::string value;  // e.g. "8"
+  std::string how;    // e.g. "world 1024 / (tensor 8 x pipeline 16 x context 1)"
+};
+
+struct Derived {
+  int64_t world_size = 1;
+  int64_t data_parallel = 1;
+  int64_t num_microbatches = 1;   // gradient-accumulation steps per iteration, per DP rank
+  int64_t ffn_hidden_size = 0;
+  int64_t head_dim = 0;           // kv_channels
+  int64_t num_query_groups = 0;
+  bool add_qkv_bias = false;
+  int64_t padded_vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t decoder_num_layers = 0;  // T5 only, else 0
+  int64_t decoder_seq_length = 0;  // T5 only, else 0
+  Schedule schedule = Schedule::OneFOneB;
+  // Transformer layers held by each pipeline stage (all virtual chunks together).
+  std::vector<int64_t> layers_per_stage;
+  // Layers per model chunk, chunk c of stage s at [c * pipeline + s] (Megatron's order).
+  std::vector<int64_t> layers_per_chunk;
+  int64_t recompute_num_layers = 0;  // per stage under full recompute, else 0
+  int64_t train_iters = 0;           // 0 when the recipe gives no training length
+  int64_t lr_warmup_iters = 0;
+  int64_t lr_decay_iters = 0;
+  std::vector<Derivation> log;       // in the order they were derived
+};
+
+}  // namespace megatron::recipe

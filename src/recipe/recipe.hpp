@@ -1,0 +1,156 @@
+// The Recipe: what the user asked for, typed and validated, with no behaviour of its own.
+// Member initialisers are the defaults; src/recipe/schema.cpp describes each field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace megatron::recipe {
+
+enum class Arch { Gpt, Bert, T5 };
+enum class PositionEmbedding { Learned, Rotary };
+enum class Norm { LayerNorm, RmsNorm };
+enum class Activation { Gelu, GeluTanh, Swiglu };
+enum class Schedule { OneFOneB, Interleaved, AllForwardAllBackward };
+enum class DType { F32, Bf16, F16 };
+enum class Optimizer { AdamW, Sgd };
+enum class LrDecay { Constant, Linear, Cosine, InverseSquareRoot, Wsd };
+enum class WsdDecay { Linear, Cosine, Exponential, MinusSqrt };
+enum class Recompute { None, Selective, Full };
+enum class Tokenizer { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
+
+struct ModelSection {
+  Arch arch = Arch::Gpt;
+  int64_t num_layers = 0;                        // required; T5: encoder layers
+  std::optional<int64_t> decoder_num_layers;     // T5 only; default num_layers
+  int64_t hidden_size = 0;                       // required
+  int64_t num_attention_heads = 0;               // required
+  std::optional<int64_t> num_query_groups;       // grouped-query attention; default = heads
+  std::optional<int64_t> kv_channels;            // head dim; default hidden / heads
+  std::optional<int64_t> ffn_hidden_size;        // default 4h (GeLU) or 8h/3 rounded (SwiGLU)
+  int64_t vocab_size = 0;                        // required: the tokenizer's vocabulary
+  int64_t make_vocab_size_divisible_by = 128;    // padded vocab: multiple of this x TP
+  std::optional<int64_t> max_position_embeddings;  // default data.seq_length
+  PositionEmbedding position_embedding = PositionEmbedding::Learned;
+  double rotary_base = 10000.0;
+  double rotary_percent = 1.0;
+  Norm normalization = Norm::LayerNorm;
+  double norm_epsilon = 1e-5;
+  Activation activation = Activation::Gelu;
+  bool tie_embeddings = true;
+  bool add_bias_linear = true;
+  std::optional<bool> add_qkv_bias;              // default add_bias_linear
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
+  double init_method_std = 0.02;
+  bool flash_attention = true;                   // memory-efficient attention core
+  bool bert_binary_head = true;                  // BERT next-sentence head
+};
+
+struct ParallelSection {
+  int64_t tensor = 1;
+  int64_t pipeline = 1;
+  int64_t context = 1;
+  std::optional<int64_t> data;                   // default: world / (tensor x pipeline x context)
+  int64_t virtual_pipeline = 1;                  // model chunks per pipeline rank
+  std::optional<Schedule> schedule;              // default: interleaved when virtual > 1, else 1f1b
+  std::vector<int64_t> layers_per_stage;         // explicit uneven split; empty = even
+  bool sequence_parallel = false;
+  bool distributed_optimizer = false;
+};
+
+struct PrecisionSection {
+  DType dtype = DType::F32;
+  double initial_loss_scale = 4294967296.0;      // 2^32, as Megatron
+  double min_loss_scale = 1.0;
+  int64_t loss_scale_window = 1000;
+  int64_t hysteresis = 2;
+  std::optional<double> loss_scale;              // fixed loss scale; dynamic when unset
+  bool allow_tf32 = true;
+};
+
+struct TrainingSection {
+  int64_t micro_batch_size = 0;                  // required
+  int64_t global_batch_size = 0;                 // required
+  std::optional<int64_t> train_iters;            // exactly one of iters / samples / tokens
+  std::optional<int64_t> train_samples;
+  std::optional<int64_t> train_tokens;
+  std::vector<int64_t> rampup_batch_size;        // [start, increment, ramp samples]
+  Optimizer optimizer = Optimizer::AdamW;
+  double lr = 0.0;                               // required
+  double min_lr = 0.0;
+  LrDecay lr_decay_style = LrDecay::Cosine;
+  int64_t lr_warmup_iters = 0;
+  std::optional<double> lr_warmup_fraction;      // of the decay iterations; exclusive with iters
+  std::optional<int64_t> lr_decay_iters;         // default: train iterations
+  std::optional<int64_t> lr_wsd_decay_iters;     // WSD: length of the final decay phase
+  WsdDecay lr_wsd_decay_style = WsdDecay::Linear;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_eps = 1e-8;
+  double sgd_momentum = 0.9;
+  double weight_decay = 0.01;
+  double clip_grad = 1.0;
+  Recompute recompute = Recompute::None;
+  std::optional<int64_t> recompute_num_layers;   // full recompute: blocks per stage; default all
+  int64_t seed = 1234;
+};
+
+struct DataSection {
+  std::vector<std::string> prefixes;             // indexed datasets (path without .bin/.idx)
+  std::vector<double> weights;                   // blend weights; default equal
+  std::string split = "969,30,1";                // train,valid,test proportions
+  int64_t seq_length = 0;                        // required
+  std::optional<int64_t> decoder_seq_length;     // T5 only
+  Tokenizer tokenizer = Tokenizer::Gpt2Bpe;
+  std::optional<std::string> vocab_file;
+  std::optional<std::string> merge_file;
+  std::optional<std::string> tokenizer_model;
+  int64_t num_workers = 2;
+  bool mock = false;                             // synthetic tokens, no dataset needed
+};
+
+struct CheckpointSection {
+  std::optional<std::string> save;
+  std::optional<std::string> load;
+  std::optional<int64_t> interval;
+  std::optional<int64_t> keep_last;
+  bool async_save = false;
+};
+
+struct LoggingSection {
+  int64_t interval = 10;
+  std::string level = "info";
+  std::optional<std::string> run_dir;
+  std::optional<std::string> tensorboard_dir;
+};
+
+struct EvalSection {
+  std::optional<int64_t> interval;
+  int64_t iters = 10;
+};
+
+struct ClusterSection {
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 1;
+  std::string hardware = "cpu";                  // profile name, see `megatron plan --help`
+  std::optional<std::string> partition;
+  std::optional<std::string> account;
+  std::optional<std::string> time_limit;         // Slurm format, e.g. 2-00:00:00
+};
+
+struct Recipe {
+  ModelSection model;
+  ParallelSection parallel;
+  PrecisionSection precision;
+  TrainingSection training;
+  DataSection data;
+  CheckpointSection checkpoint;
+  LoggingSection logging;
+  EvalSection eval;
+  ClusterSection cluster;
+};
+
+}  // namespace megatron::recipe

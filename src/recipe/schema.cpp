@@ -1,0 +1,387 @@
+#include "recipe/schema.hpp"
+
+#include <fmt/format.h>
+
+#include <type_traits>
+
+#include "recipe/codec.hpp"
+
+namespace megatron::recipe {
+namespace {
+
+template <class T>
+struct OptionalTraits {
+  static constexpr bool is_optional = false;
+  using value_type = T;
+};
+template <class T>
+struct OptionalTraits<std::optional<T>> {
+  static constexpr bool is_optional = true;
+  using value_type = T;
+};
+
+struct Limits {
+  std::optional<double> min;
+  std::optional<double> max;
+  bool min_exclusive = false;
+  bool required = false;
+  std::string default_note;  // for optional values: what happens when unset
+};
+
+const Limits kPositive{.min = 1};
+const Limits kNonNegative{.min = 0};
+Limits required(Limits limits = kPositive) {
+  limits.required = true;
+  return limits;
+}
+Limits derived(std::string note, Limits limits = kPositive) {
+  limits.default_note = std::move(note);
+  return limits;
+}
+const Limits kProbability{.min = 0, .max = 1};
+
+template <class S, class T>
+FieldSpec bind(const char* section, S Recipe::*sec, const char* key, T S::*member,
+               std::string doc, Limits limits = {}) {
+  using Traits = OptionalTraits<T>;
+  using Value = typename Traits::value_type;
+  FieldSpec f;
+  f.section = section;
+  f.key = key;
+  f.path = std::string(section) + "." + key;
+  f.kind = codec::Codec<T>::kind;
+  f.doc = std::move(doc);
+  f.required = limits.required;
+  f.optional = Traits::is_optional;
+  f.minimum = limits.min;
+  f.maximum = limits.max;
+  f.minimum_exclusive = limits.min_exclusive;
+  f.default_note = std::move(limits.default_note);
+  if constexpr (std::is_enum_v<Value>) f.choices = canonical_names<Value>();
+  f.parse_into = [sec, member](const FieldSpec& spec, Recipe& r, const YAML::Node& node,
+                               const Origin& origin) {
+    (r.*sec).*member = codec::Codec<T>::parse(node, spec, origin);
+  };
+  f.render = [sec, member](const Recipe& r) -> std::optional<std::string> {
+    const T& value = (r.*sec).*member;
+    if constexpr (Traits::is_optional) {
+      if (!value) return std::nullopt;
+      return codec::Codec<Value>::render(*value);
+    } else {
+      return codec::Codec<T>::render(value);
+    }
+  };
+  return f;
+}
+
+std::vector<FieldSpec> model_fields() {
+  using S = ModelSection;
+  auto m = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+    return bind("model", &Recipe::model, key, member, std::move(doc), std::move(limits));
+  };
+  return {
+      m("arch", &S::arch, "Model family: decoder-only GPT, encoder-only BERT, or encoder-decoder T5."),
+      m("num_layers", &S::num_layers, "Transformer layers (T5: encoder layers). Symbol L.", required()),
+      m("decoder_num_layers", &S::decoder_num_layers, "T5 decoder layers.",
+        derived("model.num_layers")),
+      m("hidden_size", &S::hidden_size, "Width of the residual stream. Symbol h.", required()),
+      m("num_attention_heads", &S::num_attention_heads, "Attention heads. Symbol a.", required()),
+      m("num_query_groups", &S::num_query_groups,
+        "Key/value heads for grouped-query attention (1 = multi-query). Symbol g.",
+        derived("model.num_attention_heads (multi-head attention)")),
+      m("kv_channels", &S::kv_channels, "Channels per attention head. Symbol d.",
+        derived("hidden_size / num_attention_heads")),
+      m("ffn_hidden_size", &S::ffn_hidden_size, "Width of the MLP. Symbol F.",
+        derived("4 x hidden_size for GeLU; 8/3 x hidden_size rounded up to a multiple of 256 for SwiGLU")),
+      m("vocab_size", &S::vocab_size, "Tokenizer vocabulary size before padding.", required()),
+      m("make_vocab_size_divisible_by", &S::make_vocab_size_divisible_by,
+        "Pad the vocabulary to a multiple of this times the tensor-parallel size (as Megatron).",
+        kPositive),
+      m("max_position_embeddings", &S::max_position_embeddings,
+        "Rows of the learned position table.", derived("data.seq_length")),
+      m("position_embedding", &S::position_embedding,
+        "Learned absolute positions or rotary embeddings (RoPE)."),
+      m("rotary_base", &S::rotary_base, "RoPE base frequency.", {.min = 0, .min_exclusive = true}),
+      m("rotary_percent", &S::rotary_percent, "Fraction of each head's channels rotated by RoPE.",
+        {.min = 0, .max = 1, .min_exclusive = true}),
+      m("normalization", &S::normalization, "LayerNorm or RMSNorm (pre-norm blocks)."),
+      m("norm_epsilon", &S::norm_epsilon, "Epsilon of the norms.", {.min = 0, .min_exclusive = true}),
+      m("activation", &S::activation, "MLP activation: exact GeLU, tanh-approximated GeLU, or SwiGLU."),
+      m("tie_embeddings", &S::tie_embeddings, "Share the word embedding with the output layer."),
+      m("add_bias_linear", &S::add_bias_linear, "Biases in the linear layers."),
+      m("add_qkv_bias", &S::add_qkv_bias, "Biases in the query/key/value projection.",
+        derived("model.add_bias_linear")),
+      m("hidden_dropout", &S::hidden_dropout, "Dropout after attention and MLP, and on embeddings.",
+        kProbability),
+      m("attention_dropout", &S::attention_dropout, "Dropout on attention probabilities.",
+        kProbability),
+      m("init_method_std", &S::init_method_std,
+        "Standard deviation of the normal initialisation (output projections scaled by 1/sqrt(2L)).",
+        {.min = 0, .min_exclusive = true}),
+      m("flash_attention", &S::flash_attention,
+        "Memory-efficient attention: never store the full sequence x sequence scores."),
+      m("bert_binary_head", &S::bert_binary_head, "BERT: pooler and next-sentence head."),
+  };
+}
+
+std::vector<FieldSpec> parallel_fields() {
+  using S = ParallelSection;
+  auto p = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+    return bind("parallel", &Recipe::parallel, key, member, std::move(doc), std::move(limits));
+  };
+  return {
+      p("tensor", &S::tensor, "Tensor-parallel size. Symbol t.", kPositive),
+      p("pipeline", &S::pipeline, "Pipeline-parallel size (stages). Symbol p.", kPositive),
+      p("context", &S::context, "Context-parallel size (sequence split across ranks). Symbol c.",
+        kPositive),
+      p("data", &S::data, "Data-parallel size; when given it must match the world. Symbol D.",
+        derived("world size / (tensor x pipeline x context)")),
+      p("virtual_pipeline", &S::virtual_pipeline,
+        "Model chunks per pipeline rank for the interleaved schedule. Symbol v.", kPositive),
+      p("schedule", &S::schedule, "Pipeline schedule.",
+        derived("interleaved when virtual_pipeline > 1, else 1f1b", {})),
+      p("layers_per_stage", &S::layers_per_stage,
+        "Explicit (uneven) number of layers on each pipeline stage; empty = even split.",
+        kPositive),
+      p("sequence_parallel", &S::sequence_parallel,
+        "Shard norms and dropout along the sequence across tensor-parallel ranks."),
+      p("distributed_optimizer", &S::distributed_optimizer,
+        "Shard master weights and optimizer state across data-parallel ranks (ZeRO-1)."),
+  };
+}
+
+std::vector<FieldSpec> precision_fields() {
+  using S = PrecisionSection;
+  auto p = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+    return bind("precision", &Recipe::precision, key, member, std::move(doc), std::move(limits));
+  };
+  return {
+      p("dtype", &S::dtype,
+        "Parameter and activation type; bf16 and f16 keep f32 master weights and gradients."),
+      p("initial_loss_scale", &S::initial_loss_scale, "f16: starting dynamic loss scale (2^32).",
+        {.min = 0, .min_exclusive = true}),
+      p("min_loss_scale", &S::min_loss_scale, "f16: the dynamic loss scale never drops below this.",
+        {.min = 0, .min_exclusive = true}),
+      p("loss_scale_window", &S::loss_scale_window,
+        "f16: double the loss scale after this many steps without overflow.", kPositive),
+      p("hysteresis", &S::hysteresis, "f16: overflows tolerated before the scale is halved.",
+        kPositive),
+      p("loss_scale", &S::loss_scale, "f16: a fixed loss scale instead of the dynamic one.",
+        derived("dynamic loss scaling", {.min = 0, .min_exclusive = true})),
+      p("allow_tf32", &S::allow_tf32, "f32 on GPUs: let GEMMs use TF32 tensor cores."),
+  };
+}
+
+std::vector<FieldSpec> training_fields() {
+  using S = TrainingSection;
+  auto t = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+    return bind("training", &Recipe::training, key, member, std::move(doc), std::move(limits));
+  };
+  return {
+      t("micro_batch_size", &S::micro_batch_size, "Sequences per micro-batch per rank. Symbol b.",
+        required()),
+      t("global_batch_size", &S::global_batch_size, "Sequences per iteration over all ranks. Symbol B.",
+        required()),
+      t("train_iters", &S::train_iters, "Training length in iterations.",
+        derived("from train_samples or train_tokens")),
+      t("train_samples", &S::train_samples, "Training length in sequences.",
+        derived("unused when train_iters is given")),
+      t("train_tokens", &S::train_tokens, "Training length in tokens (train_samples = tokens / seq_length).",
+        derived("unused when train_iters or train_samples is given")),
+      t("rampup_batch_size", &S::rampup_batch_size,
+        "Batch-size ramp-up as Megatron: [start, increment, ramp samples]; empty = none.",
+        kPositive),
+      t("optimizer", &S::optimizer, "AdamW (decoupled weight decay) or SGD with momentum."),
+      t("lr", &S::lr, "Peak learning rate.", required({.min = 0, .min_exclusive = true})),
+      t("min_lr", &S::min_lr, "Learning rate at the end of decay.", kNonNegative),
+      t("lr_decay_style", &S::lr_decay_style, "Learning-rate decay after warmup."),
+      t("lr_warmup_iters", &S::lr_warmup_iters, "Linear warmup iterations.", kNonNegative),
+      t("lr_warmup_fraction", &S::lr_warmup_fraction,
+        "Warmup as a fraction of the decay iterations (instead of lr_warmup_iters).",
+        derived("lr_warmup_iters", kProbability)),
+      t("lr_decay_iters", &S::lr_decay_iters, "Iterations over which the rate decays.",
+        derived("the training iterations")),
+      t("lr_wsd_decay_iters", &S::lr_wsd_decay_iters,
+        "WSD: iterations of the final decay phase (the rest is warmup then stable).",
+        derived("10% of the decay iterations")),
+      t("lr_wsd_decay_style", &S::lr_wsd_decay_style, "WSD: shape of the final decay phase."),
+      t("adam_beta1", &S::adam_beta1, "AdamW first-moment decay.", {.min = 0, .max = 1}),
+      t("adam_beta2", &S::adam_beta2, "AdamW second-moment decay.", {.min = 0, .max = 1}),
+      t("adam_eps", &S::adam_eps, "AdamW epsilon.", {.min = 0, .min_exclusive = true}),
+      t("sgd_momentum", &S::sgd_momentum, "SGD momentum (0 = none).", {.min = 0, .max = 1}),
+      t("weight_decay", &S::weight_decay,
+        "Decoupled weight decay; biases and norm weights are never decayed.", kNonNegative),
+      t("clip_grad", &S::clip_grad, "Clip the global gradient norm to this (0 = no clipping).",
+        kNonNegative),
+      t("recompute", &S::recompute,
+        "Activation recompute: none, selective (attention core), or full (whole blocks)."),
+      t("recompute_num_layers", &S::recompute_num_layers,
+        "Full recompute: blocks per pipeline stage that are recomputed.",
+        derived("every layer of the stage")),
+      t("seed", &S::seed, "Random seed for initialisation, data order and dropout.", kNonNegative),
+  };
+}
+
+std::vector<FieldSpec> data_fields() {
+  using S = DataSection;
+  auto d = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+    return bind("data", &Recipe::data, key, member, std::move(doc), std::move(limits));
+  };
+  return {
+      d("prefixes", &S::prefixes,
+        "Indexed datasets (paths without .bin/.idx), relative to the recipe file."),
+      d("weights", &S::weights, "Blend weights, one per prefix; empty = equal weights.",
+        {.min = 0, .min_exclusive = true}),
+      d("split", &S::split, "Train, validation, test proportions, e.g. 969,30,1."),
+      d("seq_length", &S::seq_length, "Tokens per sequence. Symbol s.", required()),
+      d("decoder_seq_length", &S::decoder_seq_length, "T5: decoder tokens per sequence.",
+        derived("data.seq_length")),
+      d("tokenizer", &S::tokenizer, "Tokenizer type (Megatron-LM's names are accepted too)."),
+      d("vocab_file", &S::vocab_file, "Tokenizer vocabulary (vocab.json or vocab.txt).",
+        derived("none")),
+      d("merge_file", &S::merge_file, "GPT-2 BPE merges (merges.txt).", derived("none")),
+      d("tokenizer_model", &S::tokenizer_model, "SentencePiece model file.", derived("none")),
+      d("num_workers", &S::num_workers, "Data-loading threads per rank.", kNonNegative),
+      d("mock", &S::mock, "Train on synthetic tokens (no dataset needed)."),
+  };
+}
+
+std::vector<FieldSpec> other_fields() {
+  std::vector<FieldSpec> out;
+  {
+    using S = CheckpointSection;
+    auto c = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+      return bind("checkpoint", &Recipe::checkpoint, key, member, std::move(doc), std::move(limits));
+    };
+    out.push_back(c("save", &S::save, "Directory checkpoints are written to.", derived("no saving")));
+    out.push_back(c("load", &S::load, "Checkpoint directory to start from.",
+                    derived("checkpoint.save when it holds a checkpoint")));
+    out.push_back(c("interval", &S::interval, "Save every this many iterations.",
+                    derived("only at the end")));
+    out.push_back(c("keep_last", &S::keep_last, "Keep only the newest K checkpoints.",
+                    derived("keep all")));
+    out.push_back(c("async_save", &S::async_save, "Write checkpoints from a background thread."));
+  }
+  {
+    using S = LoggingSection;
+    auto l = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+      return bind("logging", &Recipe::logging, key, member, std::move(doc), std::move(limits));
+    };
+    out.push_back(l("interval", &S::interval, "Print a training line every this many iterations.",
+                    kPositive));
+    out.push_back(l("level", &S::level, "Log level: trace, debug, info, warn, error."));
+    out.push_back(l("run_dir", &S::run_dir, "Directory for JSON-lines metrics and logs.",
+                    derived("none")));
+    out.push_back(l("tensorboard_dir", &S::tensorboard_dir, "Write TensorBoard event files here.",
+                    derived("none")));
+  }
+  {
+    using S = EvalSection;
+    auto e = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+      return bind("eval", &Recipe::eval, key, member, std::move(doc), std::move(limits));
+    };
+    out.push_back(e("interval", &S::interval, "Validate every this many iterations.",
+                    derived("no validation")));
+    out.push_back(e("iters", &S::iters, "Validation iterations each time.", kPositive));
+  }
+  {
+    using S = ClusterSection;
+    auto c = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+      return bind("cluster", &Recipe::cluster, key, member, std::move(doc), std::move(limits));
+    };
+    out.push_back(c("nodes", &S::nodes, "Nodes in the job.", kPositive));
+    out.push_back(c("gpus_per_node", &S::gpus_per_node, "Ranks (GPUs) per node.", kPositive));
+    out.push_back(c("hardware", &S::hardware,
+                    "Hardware profile for `megatron plan`: a100-80gb, h100-sxm, h200 or cpu."));
+    out.push_back(c("partition", &S::partition, "Slurm partition.", derived("the cluster default")));
+    out.push_back(c("account", &S::account, "Slurm account.", derived("the user's default")));
+    out.push_back(c("time_limit", &S::time_limit,
+                    "Slurm time limit: MM, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS.",
+                    derived("the partition's limit")));
+  }
+  return out;
+}
+
+std::vector<FieldSpec> build_fields() {
+  std::vector<FieldSpec> all;
+  for (auto part : {model_fields(), parallel_fields(), precision_fields(), training_fields(),
+                    data_fields(), other_fields()})
+    for (auto& f : part) all.push_back(std::move(f));
+  return all;
+}
+
+}  // namespace
+
+std::string FieldSpec::type_description() const {
+  auto bounds = [&]() -> std::string {
+    std::string out;
+    auto text = [](double v) { return fmt::format("{}", v); };
+    if (minimum && maximum && !minimum_exclusive)
+      return " in [" + text(*minimum) + ", " + text(*maximum) + "]";
+    if (minimum) out += (minimum_exclusive ? " > " : " >= ") + text(*minimum);
+    if (maximum) out += (minimum ? " and <= " : " <= ") + text(*maximum);
+    return out;
+  };
+  switch (kind) {
+    case ValueKind::Integer: return "an integer" + bounds();
+    case ValueKind::Number: return "a number" + bounds();
+    case ValueKind::Boolean: return "true or false";
+    case ValueKind::String: return "a string";
+    case ValueKind::Choice: {
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+      return "one of " + list;
+    }
+    case ValueKind::IntegerList: return "a list of integers" + bounds();
+    case ValueKind::NumberList: return "a list of numbers" + bounds();
+    case ValueKind::StringList: return "a list of strings";
+  }
+  return "a value";
+}
+
+const std::vector<SectionSpec>& sections() {
+  static const std::vector<SectionSpec> all{
+      {"model", "Architecture: family, shape, positions, norms, activation, dropout, init."},
+      {"parallel", "Layout over ranks: tensor, pipeline, context and data parallelism."},
+      {"precision", "Number formats and f16 loss scaling."},
+      {"training", "Batch sizes, length, optimizer, learning-rate schedule, recompute."},
+      {"data", "Datasets, blending, sequence length and tokenizer."},
+      {"checkpoint", "Where and how often to save, and what to load."},
+      {"logging", "What is printed and recorded, and where."},
+      {"eval", "Validation during training."},
+      {"cluster", "Nodes, GPUs per node, hardware profile, Slurm settings."},
+  };
+  return all;
+}
+
+const std::vector<FieldSpec>& fields() {
+  static const std::vector<FieldSpec> all = build_fields();
+  return all;
+}
+
+const FieldSpec* find_field(const std::string& path) {
+  for (const auto& f : fields())
+    if (f.path == path) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> field_keys_of(const std::string& section) {
+  std::vector<std::string> out;
+  for (const auto& f : fields())
+    if (f.section == section) out.push_back(f.key);
+  return out;
+}
+
+std::vector<std::string> section_names() {
+  std::vector<std::string> out;
+  for (const auto& s : sections()) out.push_back(s.name);
+  return out;
+}
+
+std::vector<std::string> field_paths() {
+  std::vector<std::string> out;
+  for (const auto& f : fields()) out.push_back(f.path);
+  return out;
+}
+
+}  // namespace megatron::recipe
