@@ -27,11 +27,11 @@ double attention_block(const ModelShape& x, double q, double kv_local, double kv
       bytes += 4 * a * q * b / t;  // f32 softmax statistics (logsumexp) per query and head
     } else {
       const double scores = a * q * kv_full * b / t;
-      bytes += e * scores;  // softmax output
+      bytes += e * scores;                                     // softmax output
       if (x.attention_dropout > 0) bytes += (1 + e) * scores;  // 1-byte mask + dropout output
     }
   }
-  bytes += e * q * b * a * d / t;  // output projection input
+  bytes += e * q * b * a * d / t;                      // output projection input
   if (x.hidden_dropout > 0) bytes += q * b * h * out;  // 1-byte dropout mask
   return bytes;
 }
@@ -40,11 +40,11 @@ double mlp_block(const ModelShape& x, double q) {
   const double e = x.e(), b = x.b, h = x.h, F = x.F, t = x.t;
   const double out = outside_share(x);
   double bytes = 0;
-  bytes += e * q * b * h * out;                          // norm input
-  bytes += e * q * b * h * out;                          // fc1 input
-  bytes += e * q * b * F * (x.swiglu ? 2 : 1) / t;       // fc1 output (activation input)
-  bytes += e * q * b * F / t;                            // fc2 input
-  if (x.hidden_dropout > 0) bytes += q * b * h * out;    // 1-byte dropout mask
+  bytes += e * q * b * h * out;                        // norm input
+  bytes += e * q * b * h * out;                        // fc1 input
+  bytes += e * q * b * F * (x.swiglu ? 2 : 1) / t;     // fc1 output (activation input)
+  bytes += e * q * b * F / t;                          // fc2 input
+  if (x.hidden_dropout > 0) bytes += q * b * h * out;  // 1-byte dropout mask
   return bytes;
 }
 
@@ -68,8 +68,9 @@ double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
   double bytes = 0;
   if (stage.has_embedding && x.hidden_dropout > 0)
     bytes += local_tokens(x, x.s) * b * h * out;  // embedding dropout mask
-  const bool holds_decoder = std::any_of(stage.layers.begin(), stage.layers.end(),
-                                         [&](int64_t l) { return x.kind(l) == LayerKind::Decoder; });
+  const bool holds_decoder = std::any_of(stage.layers.begin(), stage.layers.end(), [&](int64_t l) {
+    return x.kind(l) == LayerKind::Decoder;
+  });
   if (holds_decoder) {
     // T5: the decoder's own embedding dropout mask sits with its first layer, and every
     // cross-attention reads one shared copy of the encoder output.
@@ -80,8 +81,8 @@ double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
   }
   if (stage.has_output_layer) {
     const double q = local_tokens(x, x.output_tokens());
-    bytes += e * q * b * h * out;                              // final norm input
-    bytes += 4.0 * q * b * static_cast<double>(x.V) / x.t;     // f32 logits for cross-entropy
+    bytes += e * q * b * h * out;                           // final norm input
+    bytes += 4.0 * q * b * static_cast<double>(x.V) / x.t;  // f32 logits for cross-entropy
   }
   return bytes;
 }

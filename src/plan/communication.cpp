@@ -41,7 +41,7 @@ double tensor_parallel_bytes(const ModelShape& x, const Stage& stage) {
     const LayerKind kind = x.kind(stage.layers[i]);
     const double blocks = kind == LayerKind::Decoder ? 3 : 2;
     const double one = all_reduce(activation(x, x.tokens(kind)), x.t);
-    per_microbatch += 2 * blocks * one;                                // forward + backward
+    per_microbatch += 2 * blocks * one;                                        // forward + backward
     if (static_cast<int64_t>(i) < recomputed) per_microbatch += blocks * one;  // forward again
     if (stage.layers[i] == x.L && x.arch == recipe::Arch::T5)
       per_microbatch += one;  // the decoder's vocab-parallel embedding lookup
@@ -61,7 +61,7 @@ PipelineSends pipeline_sends(const ModelShape& x, const Chunks& chunks, const St
     const double message = boundary_message(x, chunk) * x.m;
     const bool last_chunk_of_model = c == x.v - 1 && stage.index == x.p - 1;
     const bool first_chunk_of_model = c == 0 && stage.index == 0;
-    if (!last_chunk_of_model) out.to_next += message;      // activations forward
+    if (!last_chunk_of_model) out.to_next += message;       // activations forward
     if (!first_chunk_of_model) out.to_previous += message;  // their gradients backward
   }
   return out;
@@ -73,7 +73,8 @@ double data_parallel_bytes(const ModelShape& x, const Stage& stage) {
   const double gradients = 4.0 * static_cast<double>(stage.parameters_per_rank);  // f32 main grads
   if (!x.distributed_optimizer) return all_reduce(gradients, ranks);
   // Reduce-scatter the gradients, then all-gather the updated weights in their own dtype.
-  const double weights = bytes_per_parameter(x).weights * static_cast<double>(stage.parameters_per_rank);
+  const double weights =
+      bytes_per_parameter(x).weights * static_cast<double>(stage.parameters_per_rank);
   return gather_or_scatter(gradients, ranks) + gather_or_scatter(weights, ranks);
 }
 
@@ -89,7 +90,8 @@ Communication count_communication(const ModelShape& x, const Chunks& chunks,
   Communication out;
   for (const Stage& stage : stages) {
     out.tensor_parallel = std::max(out.tensor_parallel, tensor_parallel_bytes(x, stage));
-    out.pipeline_parallel = std::max(out.pipeline_parallel, pipeline_sends(x, chunks, stage).total());
+    out.pipeline_parallel =
+        std::max(out.pipeline_parallel, pipeline_sends(x, chunks, stage).total());
     out.data_parallel = std::max(out.data_parallel, data_parallel_bytes(x, stage));
     out.embedding_sync = std::max(out.embedding_sync, embedding_sync_bytes(x, stage));
   }

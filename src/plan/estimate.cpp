@@ -39,7 +39,7 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   const int64_t stage_ranks = x.t * x.c * x.D;
   const double tp_bandwidth = nodes.blocks_stay_inside(x.t) ? intra : inter;
   const double dp_bandwidth = nodes.blocks_stay_inside(stage_ranks) ? intra : inter;
-  // Two stages talk over NVLink only if both stages' ranks (and any between) share a node.
+  // Two stages use the intra-node link only if both stages' ranks (and any between) share a node.
   auto stage_bandwidth = [&](int64_t s1, int64_t s2) {
     const int64_t first = std::min(s1, s2) * stage_ranks;
     const int64_t last = (std::max(s1, s2) + 1) * stage_ranks - 1;
@@ -52,7 +52,8 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   double data_parallel = 0, embedding_sync = 0;
   for (const Stage& stage : plan.stages) {
     // A stage's FLOPs are shared evenly by its t c D ranks; the slowest stage sets the pace.
-    const double flops = stage_flops(x, stage).hardware_per_iteration / static_cast<double>(stage_ranks);
+    const double flops =
+        stage_flops(x, stage).hardware_per_iteration / static_cast<double>(stage_ranks);
     const double compute = sustained > 0 ? flops / sustained : 0;
     const PipelineSends sends = pipeline_sends(x, chunks, stage);
     const int64_t next = (stage.index + 1) % x.p, previous = (stage.index + x.p - 1) % x.p;
@@ -65,8 +66,8 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
       critical_communication = communication;
     }
     data_parallel = std::max(data_parallel, seconds(data_parallel_bytes(x, stage), dp_bandwidth));
-    embedding_sync = std::max(embedding_sync, seconds(embedding_sync_bytes(x, stage),
-                                                      stage_bandwidth(0, x.p - 1)));
+    embedding_sync = std::max(embedding_sync,
+                              seconds(embedding_sync_bytes(x, stage), stage_bandwidth(0, x.p - 1)));
   }
   // Data-parallel reduction overlaps the backward pass in part; the embedding sync and the
   // pipeline bubble do not overlap anything.
@@ -77,7 +78,8 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   if (out.step_time_s > 0) {
     out.tokens_per_second = static_cast<double>(plan.tokens_per_iteration) / out.step_time_s;
     if (peak > 0)
-      out.mfu = plan.flops.model_per_iteration / (out.step_time_s * static_cast<double>(x.world) * peak);
+      out.mfu =
+          plan.flops.model_per_iteration / (out.step_time_s * static_cast<double>(x.world) * peak);
   }
 
   const double needed = plan.peak_rank.total();
@@ -88,7 +90,7 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   if (x.t > 1 && tp_bandwidth == inter && inter != intra)
     out.warnings.push_back(fmt::format(
         "parallel.tensor={} does not stay inside a node of {} GPUs: its all-reduces cross the "
-        "inter-node network, {:.0f}x slower than NVLink",
+        "inter-node network, {:.0f}x slower than inside a node",
         x.t, x.gpus_per_node, intra / inter));
   return out;
 }

@@ -43,7 +43,7 @@ double attention_core_forward_flops(const ModelShape& x, LayerKind kind) {
 
 double output_forward_flops(const ModelShape& x) {
   const double B = x.B, h = x.h, q = static_cast<double>(x.output_tokens());
-  double flops = 2 * B * q * h * static_cast<double>(x.V);  // logits
+  double flops = 2 * B * q * h * static_cast<double>(x.V);       // logits
   if (x.arch == recipe::Arch::Bert) flops += 2 * B * q * h * h;  // LM head dense
   return flops;
 }

@@ -114,9 +114,9 @@ Parameters count_parameters(const ModelShape& x, std::vector<Stage>& stages) {
     }
     stage.parameters_per_rank = n;
   }
-  const auto [lo, hi] = std::minmax_element(stages.begin(), stages.end(), [](const Stage& l, const Stage& r) {
-    return l.parameters_per_rank < r.parameters_per_rank;
-  });
+  const auto [lo, hi] = std::minmax_element(
+      stages.begin(), stages.end(),
+      [](const Stage& l, const Stage& r) { return l.parameters_per_rank < r.parameters_per_rank; });
   out.per_rank_min = lo->parameters_per_rank;
   out.per_rank_max = hi->parameters_per_rank;
   return out;

@@ -5,9 +5,15 @@ namespace megatron::plan {
 Schedule make_schedule(const ModelShape& x) {
   Schedule out;
   switch (x.schedule) {
-    case recipe::Schedule::OneFOneB: out.name = "1f1b"; break;
-    case recipe::Schedule::Interleaved: out.name = "interleaved"; break;
-    case recipe::Schedule::AllForwardAllBackward: out.name = "all-forward-all-backward"; break;
+    case recipe::Schedule::OneFOneB:
+      out.name = "1f1b";
+      break;
+    case recipe::Schedule::Interleaved:
+      out.name = "interleaved";
+      break;
+    case recipe::Schedule::AllForwardAllBackward:
+      out.name = "all-forward-all-backward";
+      break;
   }
   out.microbatches = x.m;
   // A stage works v m chunk-slots of (1/v) the time each and waits (p - 1) slots in total while

@@ -43,7 +43,8 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   x.gpus_per_node = at_least_one(r.cluster.gpus_per_node);
   x.schedule = dv.schedule;
   // One chunk per stage is plain 1F1B whatever the name says (Megatron does the same).
-  if (x.schedule == recipe::Schedule::Interleaved && x.v == 1) x.schedule = recipe::Schedule::OneFOneB;
+  if (x.schedule == recipe::Schedule::Interleaved && x.v == 1)
+    x.schedule = recipe::Schedule::OneFOneB;
 
   x.swiglu = r.model.activation == recipe::Activation::Swiglu;
   x.layernorm = r.model.normalization == recipe::Norm::LayerNorm;
@@ -60,8 +61,8 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   x.recompute = r.training.recompute;
   if (x.recompute == recipe::Recompute::Full)
     // 0 under full recompute can only mean "not derived": recompute every layer of the stage.
-    x.recompute_layers = dv.recompute_num_layers > 0 ? dv.recompute_num_layers
-                                                     : std::numeric_limits<int64_t>::max();
+    x.recompute_layers =
+        dv.recompute_num_layers > 0 ? dv.recompute_num_layers : std::numeric_limits<int64_t>::max();
   x.dtype = r.precision.dtype;
   x.optimizer = r.training.optimizer;
   x.sgd_momentum = r.training.sgd_momentum;

@@ -1,5 +1,6 @@
 // The model and layout as the cost model sees them: every glossary size (B, b, s, h, a, g, d,
-// F, V, L, t, p, v, c, D, m, e) resolved once from a compiled recipe, so formulas read like docs/plan.md.
+// F, V, L, t, p, v, c, D, m, e) resolved once from a compiled recipe, so formulas read like
+// docs/plan.md.
 #pragma once
 
 #include <cstdint>
@@ -30,22 +31,22 @@ struct ModelShape {
   int64_t Ld = 0;  // T5 decoder layers, else 0
   // Layout.
   int64_t t = 1, p = 1, v = 1, c = 1, D = 1;
-  int64_t m = 1;      // micro-batches per iteration per DP rank
+  int64_t m = 1;  // micro-batches per iteration per DP rank
   int64_t world = 1;
   int64_t gpus_per_node = 1;
   recipe::Schedule schedule = recipe::Schedule::OneFOneB;
   // Layer structure.
   bool swiglu = false;
-  bool layernorm = true;        // LayerNorm (weight + bias) or RMSNorm (weight only)
-  bool bias_linear = true;      // projection and MLP biases
+  bool layernorm = true;    // LayerNorm (weight + bias) or RMSNorm (weight only)
+  bool bias_linear = true;  // projection and MLP biases
   bool qkv_bias = true;
-  bool tied = true;             // output layer shares the word embedding
-  bool binary_head = true;      // BERT pooler + next-sentence head
-  bool flash = true;            // attention core keeps no s x s matrices
+  bool tied = true;         // output layer shares the word embedding
+  bool binary_head = true;  // BERT pooler + next-sentence head
+  bool flash = true;        // attention core keeps no s x s matrices
   double hidden_dropout = 0;
   double attention_dropout = 0;
   // Parallelism and training choices that change memory.
-  bool sp = false;              // sequence parallel
+  bool sp = false;  // sequence parallel
   bool distributed_optimizer = false;
   recipe::Recompute recompute = recipe::Recompute::None;
   int64_t recompute_layers = 0;  // per stage, full recompute only
@@ -54,7 +55,9 @@ struct ModelShape {
   double sgd_momentum = 0;
 
   int64_t total_layers() const { return L + Ld; }
-  LayerKind kind(int64_t layer) const { return layer < L ? LayerKind::Encoder : LayerKind::Decoder; }
+  LayerKind kind(int64_t layer) const {
+    return layer < L ? LayerKind::Encoder : LayerKind::Decoder;
+  }
   // e: bytes of one activation element (16-bit activations under bf16/f16).
   double e() const { return dtype == recipe::DType::F32 ? 4.0 : 2.0; }
   // Tokens a layer of this kind processes per sequence (T5 decoder: the decoder length).

@@ -301,16 +301,17 @@ class Deriver {
         note("train iterations", d_.train_iters,
              fmt::format("{} samples / global batch {}, rounded up", *samples, B));
       } else {
-        // Walk the ramp: the batch grows by `step` every ramp/((B - start)/step) samples.
+        // Walk the ramp as Megatron does: the batch grows by `step` every
+        // ramp / ((B - start) / step) consumed samples, and is B once `ramp` are consumed.
         const int64_t start = t.rampup_batch_size[0], step = t.rampup_batch_size[1],
                       ramp = t.rampup_batch_size[2];
         const int64_t increments = (B - start) / step;
-        const int64_t per_increment = increments > 0 ? ramp / increments : 0;
+        const double per_increment = increments > 0 ? double(ramp) / double(increments) : 0.0;
         int64_t consumed = 0, iters = 0;
         while (consumed < *samples) {
           int64_t batch = B;
           if (consumed < ramp && per_increment > 0)
-            batch = std::min(B, start + consumed / per_increment * step);
+            batch = std::min(B, start + static_cast<int64_t>(double(consumed) / per_increment) * step);
           consumed += batch;
           ++iters;
         }

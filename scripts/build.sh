@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures and builds one CMake preset (default: "default", CUDA when nvcc is found).
+# Used by quickstart.sh and test.sh; safe to run again (incremental).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+preset="${1:-default}"
+jobs="${MEGATRON_BUILD_JOBS:-$(nproc)}"
+if [[ ! -f "build/$preset/build.ninja" ]]; then
+  cmake --preset "$preset" >/dev/null
+fi
+cmake --build --preset "$preset" -j "$jobs"

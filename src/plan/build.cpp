@@ -1,0 +1,32 @@
+#include "plan/build.hpp"
+
+#include "plan/communication.hpp"
+#include "plan/estimate.hpp"
+#include "plan/flops.hpp"
+#include "plan/memory.hpp"
+#include "plan/parameters.hpp"
+#include "plan/schedule.hpp"
+#include "plan/shape.hpp"
+#include "plan/stages.hpp"
+
+namespace megatron::plan {
+
+Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware) {
+  const ModelShape x = shape_of(compiled);
+  const Chunks chunks = model_chunks(x, compiled.derived.layers_per_chunk);
+  Plan plan;
+  plan.layout = {.tp = x.t, .cp = x.c, .dp = x.D, .pp = x.p, .vpp = x.v, .world = x.world};
+  plan.stages = assign_stages(x, chunks);
+  plan.parameters = count_parameters(x, plan.stages);
+  fill_memory(x, plan.stages);
+  plan.peak_stage = peak_stage(plan.stages);
+  plan.peak_rank = plan.stages[plan.peak_stage].memory;
+  plan.flops = count_flops(x, plan.stages);
+  plan.tokens_per_iteration = x.B * x.s;
+  plan.communication = count_communication(x, chunks, plan.stages);
+  plan.schedule = make_schedule(x);
+  plan.estimate = make_estimate(x, chunks, plan, hardware);
+  return plan;
+}
+
+}  // namespace megatron::plan
