@@ -128,7 +128,7 @@ TEST(Cli, EveryShippedRecipePlansAsTextAndJson) {
     EXPECT_THAT(text.out, HasSubstr("Parameters"));
     const auto json = run_megatron(std::string("plan recipes/") + name + ".yaml --json");
     EXPECT_EQ(json.exit_code, 0) << json.err;
-    EXPECT_NO_THROW((void)nlohmann::json::parse(json.out));
+    EXPECT_TRUE(nlohmann::json::accept(json.out));
   }
 }
 

@@ -38,28 +38,32 @@ double state_bytes(const Stage& stage) {
 
 TEST(Memory, MixedPrecisionAdamKeeps18BytesPerParameter) {
   // bf16 weights 2 + f32 main gradients 4 + f32 master weights 4 + Adam moments 8.
-  const Stage& s = plan_of(gpt3_175b_on_1024(recipe::DType::Bf16)).stages[7];
+  const Plan plan = plan_of(gpt3_175b_on_1024(recipe::DType::Bf16));
+  const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(s.memory.weights, 2.0 * s.parameters_per_rank);
   EXPECT_DOUBLE_EQ(s.memory.gradients, 4.0 * s.parameters_per_rank);
   EXPECT_DOUBLE_EQ(s.memory.optimizer, 12.0 * s.parameters_per_rank);
 }
 
 TEST(Memory, Fp32AdamKeeps16BytesPerParameter) {
-  const Stage& s = plan_of(gpt3_175b_on_1024(recipe::DType::F32)).stages[7];
+  const Plan plan = plan_of(gpt3_175b_on_1024(recipe::DType::F32));
+  const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(state_bytes(s), 16.0 * s.parameters_per_rank);
 }
 
 TEST(Memory, DistributedOptimizerKeeps6Plus12OverDBytesPerParameterInMixedPrecision) {
   auto compiled = gpt3_175b_on_1024(recipe::DType::Bf16);
   compiled.recipe.parallel.distributed_optimizer = true;
-  const Stage& s = plan_of(compiled).stages[7];
+  const Plan plan = plan_of(compiled);
+  const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(state_bytes(s), (6.0 + 12.0 / 8) * s.parameters_per_rank);
 }
 
 TEST(Memory, DistributedOptimizerKeeps8Plus8OverDBytesPerParameterInFp32) {
   auto compiled = gpt3_175b_on_1024(recipe::DType::F32);
   compiled.recipe.parallel.distributed_optimizer = true;
-  const Stage& s = plan_of(compiled).stages[7];
+  const Plan plan = plan_of(compiled);
+  const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(state_bytes(s), (8.0 + 8.0 / 8) * s.parameters_per_rank);
 }
 
@@ -67,7 +71,8 @@ TEST(Memory, SgdKeepsOneMomentWhenMomentumIsOn) {
   auto compiled = gpt3_175b_on_1024(recipe::DType::F32);
   compiled.recipe.training.optimizer = recipe::Optimizer::Sgd;
   compiled.recipe.training.sgd_momentum = 0.9;
-  const Stage& s = plan_of(compiled).stages[7];
+  const Plan plan = plan_of(compiled);
+  const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(s.memory.optimizer, 4.0 * s.parameters_per_rank);
 }
 
