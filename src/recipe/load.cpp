@@ -181,20 +181,19 @@ void apply_overrides(Entries& entries, const std::vector<std::string>& overrides
     const std::string value = text.substr(eq + 1);
     if (!find_field(path)) {
       const auto dot = path.find('.');
-      std::string hint;
+      std::string problem;
       if (dot == std::string::npos) {
-        hint = "; overrides name a section and a key, e.g. training.lr=3e-4";
+        problem = "'" + path + "' is not a section.key path (e.g. training.lr=3e-4)" +
+                  did_you_mean(path, field_paths());
       } else {
         const std::string section = path.substr(0, dot);
         const auto names = section_names();
         if (std::find(names.begin(), names.end(), section) == names.end())
-          hint = ": unknown section '" + section + "'" + did_you_mean(section, names);
+          problem = "unknown section '" + section + "'" + did_you_mean(section, names);
         else
-          hint = ": " + unknown_key_message(section, path.substr(dot + 1));
+          problem = unknown_key_message(section, path.substr(dot + 1));
       }
-      if (auto guess = closest(path, field_paths()); guess && dot == std::string::npos)
-        hint = " (did you mean " + *guess + "?)";
-      throw UserError(origin.describe() + ": unknown key " + path + hint);
+      throw UserError(origin.describe() + ": " + problem);
     }
     YAML::Node node;
     try {

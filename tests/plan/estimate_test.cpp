@@ -109,7 +109,19 @@ TEST(Estimate, SuggestionsCarryThePeakTheChangedRecipeWouldHave) {
   const Plan other = make_plan(changed, h100());
   EXPECT_THAT(plan.estimate.suggestions,
               ::testing::Contains("parallel.distributed_optimizer=true (stage 0: " +
-                                  in_gib(other.peak_rank.total()) + ")"));
+                                  in_gib(other.peak_rank.total()) + ", fits)"));
+}
+
+TEST(Estimate, WhenNoSingleChangeFitsACombinationThatFitsIsSuggested) {
+  // 175B on tp 8, pp 2, dp 8 (128 GPUs): no one change brings stage 0 under 80 GB.
+  const Plan plan = make_plan(gpt3_175b(8, 2, 8), find_hardware("a100-80gb"));
+  ASSERT_FALSE(plan.estimate.fits);
+  for (const std::string& suggestion : plan.estimate.suggestions)
+    if (!suggestion.starts_with("together: "))
+      EXPECT_THAT(suggestion, ::testing::Not(::testing::HasSubstr("fits"))) << suggestion;
+  ASSERT_FALSE(plan.estimate.suggestions.empty());
+  EXPECT_THAT(plan.estimate.suggestions.back(), StartsWith("together: "));
+  EXPECT_THAT(plan.estimate.suggestions.back(), ::testing::EndsWith(", fits)"));
 }
 
 TEST(Estimate, SuggestionsOnlyListChangesThatLowerThePeak) {

@@ -118,10 +118,12 @@ TEST_F(RecipeTest, OverrideWithoutEqualsSignShowsTheForm) {
 
 TEST_F(RecipeTest, OverrideOfAnUnknownKeySuggestsTheClosest) {
   EXPECT_EQ(error_of(kMinimalRecipe, {"training.lrr=1"}),
-            "override 'training.lrr=1': unknown key training.lrr: unknown key 'lrr' in section "
-            "training: (did you mean lr?)");
+            "override 'training.lrr=1': unknown key 'lrr' in section training: (did you mean lr?)");
   EXPECT_THAT(error_of(kMinimalRecipe, {"modle.hidden_size=1"}),
               HasSubstr("unknown section 'modle' (did you mean model?)"));
+  EXPECT_EQ(error_of(kMinimalRecipe, {"seed=1"}),
+            "override 'seed=1': 'seed' is not a section.key path (e.g. training.lr=3e-4) (did you "
+            "mean training.seed?)");
 }
 
 TEST_F(RecipeTest, OverrideIsTypeCheckedAgainstTheSchema) {
