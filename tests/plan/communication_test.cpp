@@ -7,23 +7,13 @@
 namespace megatron::plan {
 namespace {
 
+using testing::gpt3_175b;
 using testing::make_gpt;
 
 Communication communication_of(const recipe::CompiledRecipe& compiled) {
   return make_plan(compiled, find_hardware("h100-sxm")).communication;
 }
 
-// GPT-3 175B on tp 8, pp 16, dp 8, B = 1536, b = 1: m = 192 micro-batches per iteration.
-recipe::CompiledRecipe gpt3_175b() {
-  return make_gpt({.layers = 96,
-                   .hidden = 12288,
-                   .heads = 96,
-                   .seq_length = 2048,
-                   .global_batch = 1536,
-                   .tensor = 8,
-                   .pipeline = 16,
-                   .data = 8});
-}
 
 constexpr double m = 192;
 constexpr double N = 2.0 * 2048 * 12288;  // one bf16 (s, b, h) activation: 50,331,648 bytes

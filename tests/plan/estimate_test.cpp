@@ -13,6 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::gpt3_175b;
 using testing::make_gpt;
 using ::testing::StartsWith;
 
@@ -22,16 +23,6 @@ std::string in_gib(double bytes) {
   return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
 }
 
-recipe::CompiledRecipe gpt3_175b(int64_t tensor, int64_t pipeline, int64_t data) {
-  return make_gpt({.layers = 96,
-                   .hidden = 12288,
-                   .heads = 96,
-                   .seq_length = 2048,
-                   .global_batch = 1536,
-                   .tensor = tensor,
-                   .pipeline = pipeline,
-                   .data = data});
-}
 
 // ---- Time ------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 namespace megatron::plan {
 namespace {
 
+using testing::gpt3_175b;
 using testing::make_gpt;
 using testing::rederive;
 
@@ -15,17 +16,6 @@ Plan plan_of(const recipe::CompiledRecipe& compiled) {
   return make_plan(compiled, find_hardware("h100-sxm"));
 }
 
-// GPT-3 175B as Narayanan et al. trained it: B = 1536 on tp 8, pp 16, dp 8.
-recipe::CompiledRecipe gpt3_175b() {
-  return make_gpt({.layers = 96,
-                   .hidden = 12288,
-                   .heads = 96,
-                   .seq_length = 2048,
-                   .global_batch = 1536,
-                   .tensor = 8,
-                   .pipeline = 16,
-                   .data = 8});
-}
 
 constexpr double B = 1536, s = 2048, L = 96, h = 12288, V = 51200;
 

@@ -2,15 +2,9 @@
 
 #include <algorithm>
 
+#include "recipe/checks.hpp"
+
 namespace megatron::plan::testing {
-namespace {
-
-int64_t round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
-}  // namespace
-
 recipe::CompiledRecipe make_gpt(const GptShape& shape) {
   recipe::CompiledRecipe compiled;
   recipe::Recipe& r = compiled.recipe;
@@ -29,6 +23,7 @@ recipe::CompiledRecipe make_gpt(const GptShape& shape) {
   r.parallel.virtual_pipeline = shape.virtual_pipeline;
   r.parallel.context = shape.context;
   r.parallel.data = shape.data;
+  r.parallel.layers_per_stage = shape.layers_per_stage;
   r.precision.dtype = shape.dtype;
   const int64_t world = shape.tensor * shape.pipeline * shape.context * shape.data;
   r.cluster.gpus_per_node = std::min(world, shape.gpus_per_node);
@@ -39,33 +34,25 @@ recipe::CompiledRecipe make_gpt(const GptShape& shape) {
   return compiled;
 }
 
+recipe::CompiledRecipe gpt3_175b(int64_t tensor, int64_t pipeline, int64_t data,
+                                 recipe::DType dtype) {
+  return make_gpt({.layers = 96,
+                   .hidden = 12288,
+                   .heads = 96,
+                   .seq_length = 2048,
+                   .global_batch = 1536,
+                   .tensor = tensor,
+                   .pipeline = pipeline,
+                   .data = data,
+                   .dtype = dtype});
+}
+
 void rederive(recipe::CompiledRecipe& compiled) {
   const recipe::Recipe& r = compiled.recipe;
-  recipe::Derived& d = compiled.derived;
-  const int64_t t = r.parallel.tensor, p = r.parallel.pipeline, v = r.parallel.virtual_pipeline;
-  d.data_parallel = r.parallel.data.value_or(1);
-  d.world_size = t * p * r.parallel.context * d.data_parallel;
-  d.num_microbatches =
-      r.training.global_batch_size / (r.training.micro_batch_size * d.data_parallel);
-  d.head_dim = r.model.kv_channels.value_or(r.model.hidden_size / r.model.num_attention_heads);
-  d.num_query_groups = r.model.num_query_groups.value_or(r.model.num_attention_heads);
-  d.ffn_hidden_size = r.model.ffn_hidden_size.value_or(4 * r.model.hidden_size);
-  d.add_qkv_bias = r.model.add_qkv_bias.value_or(r.model.add_bias_linear);
-  d.padded_vocab_size = round_up(r.model.vocab_size, r.model.make_vocab_size_divisible_by * t);
-  d.max_position_embeddings = r.model.max_position_embeddings.value_or(r.data.seq_length);
-  d.decoder_num_layers = r.model.arch == recipe::Arch::T5
-                             ? r.model.decoder_num_layers.value_or(r.model.num_layers)
-                             : 0;
-  d.decoder_seq_length =
-      r.model.arch == recipe::Arch::T5 ? r.data.decoder_seq_length.value_or(r.data.seq_length) : 0;
-  d.schedule = r.parallel.schedule.value_or(v > 1 ? recipe::Schedule::Interleaved
-                                                  : recipe::Schedule::OneFOneB);
-  const int64_t layers = r.model.num_layers + d.decoder_num_layers;
-  d.layers_per_stage.assign(p, layers / p);
-  d.layers_per_chunk.assign(p * v, layers / (p * v));
-  d.recompute_num_layers = r.training.recompute == recipe::Recompute::Full
-                               ? r.training.recompute_num_layers.value_or(layers / p)
-                               : 0;
+  const int64_t world = r.parallel.tensor * r.parallel.pipeline * r.parallel.context *
+                        r.parallel.data.value_or(1);
+  const recipe::Locator where(compiled.provenance, compiled.file);
+  compiled.derived = recipe::derive(r, where, world);
 }
 
 }  // namespace megatron::plan::testing

@@ -65,9 +65,8 @@ TEST(Layout, InterleavedChunksNumberLayersChunkByChunkAcrossStages) {
 }
 
 TEST(Layout, UnevenSplitFollowsTheDerivedLayersPerChunk) {
-  auto compiled = make_gpt({.layers = 10, .global_batch = 8, .pipeline = 3});
-  compiled.derived.layers_per_stage = {3, 4, 3};
-  compiled.derived.layers_per_chunk = {3, 4, 3};
+  const auto compiled =
+      make_gpt({.layers = 10, .global_batch = 8, .pipeline = 3, .layers_per_stage = {3, 4, 3}});
   const Plan plan = plan_of(compiled);
   EXPECT_EQ(plan.stages[1].layers, range(3, 6));
   EXPECT_EQ(plan.stages[2].layers, range(7, 9));

@@ -10,6 +10,7 @@ namespace megatron::plan {
 namespace {
 
 using testing::GptShape;
+using testing::gpt3_175b;
 using testing::make_gpt;
 using testing::rederive;
 
@@ -19,18 +20,6 @@ Plan plan_of(const recipe::CompiledRecipe& compiled) {
 
 // ---- Bytes per parameter ---------------------------------------------------------------
 
-// A middle stage of 175B at tp 8, pp 16, dp 8: 1,359,461,376 parameters per rank.
-recipe::CompiledRecipe gpt3_175b_on_1024(recipe::DType dtype) {
-  return make_gpt({.layers = 96,
-                   .hidden = 12288,
-                   .heads = 96,
-                   .seq_length = 2048,
-                   .global_batch = 1536,
-                   .tensor = 8,
-                   .pipeline = 16,
-                   .data = 8,
-                   .dtype = dtype});
-}
 
 double state_bytes(const Stage& stage) {
   return stage.memory.weights + stage.memory.gradients + stage.memory.optimizer;
@@ -38,7 +27,7 @@ double state_bytes(const Stage& stage) {
 
 TEST(Memory, MixedPrecisionAdamKeeps18BytesPerParameter) {
   // bf16 weights 2 + f32 main gradients 4 + f32 master weights 4 + Adam moments 8.
-  const Plan plan = plan_of(gpt3_175b_on_1024(recipe::DType::Bf16));
+  const Plan plan = plan_of(gpt3_175b(8, 16, 8, recipe::DType::Bf16));
   const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(s.memory.weights, 2.0 * s.parameters_per_rank);
   EXPECT_DOUBLE_EQ(s.memory.gradients, 4.0 * s.parameters_per_rank);
@@ -46,13 +35,13 @@ TEST(Memory, MixedPrecisionAdamKeeps18BytesPerParameter) {
 }
 
 TEST(Memory, Fp32AdamKeeps16BytesPerParameter) {
-  const Plan plan = plan_of(gpt3_175b_on_1024(recipe::DType::F32));
+  const Plan plan = plan_of(gpt3_175b(8, 16, 8, recipe::DType::F32));
   const Stage& s = plan.stages[7];
   EXPECT_DOUBLE_EQ(state_bytes(s), 16.0 * s.parameters_per_rank);
 }
 
 TEST(Memory, DistributedOptimizerKeeps6Plus12OverDBytesPerParameterInMixedPrecision) {
-  auto compiled = gpt3_175b_on_1024(recipe::DType::Bf16);
+  auto compiled = gpt3_175b(8, 16, 8, recipe::DType::Bf16);
   compiled.recipe.parallel.distributed_optimizer = true;
   const Plan plan = plan_of(compiled);
   const Stage& s = plan.stages[7];
@@ -60,7 +49,7 @@ TEST(Memory, DistributedOptimizerKeeps6Plus12OverDBytesPerParameterInMixedPrecis
 }
 
 TEST(Memory, DistributedOptimizerKeeps8Plus8OverDBytesPerParameterInFp32) {
-  auto compiled = gpt3_175b_on_1024(recipe::DType::F32);
+  auto compiled = gpt3_175b(8, 16, 8, recipe::DType::F32);
   compiled.recipe.parallel.distributed_optimizer = true;
   const Plan plan = plan_of(compiled);
   const Stage& s = plan.stages[7];
@@ -68,7 +57,7 @@ TEST(Memory, DistributedOptimizerKeeps8Plus8OverDBytesPerParameterInFp32) {
 }
 
 TEST(Memory, SgdKeepsOneMomentWhenMomentumIsOn) {
-  auto compiled = gpt3_175b_on_1024(recipe::DType::F32);
+  auto compiled = gpt3_175b(8, 16, 8, recipe::DType::F32);
   compiled.recipe.training.optimizer = recipe::Optimizer::Sgd;
   compiled.recipe.training.sgd_momentum = 0.9;
   const Plan plan = plan_of(compiled);
@@ -77,14 +66,14 @@ TEST(Memory, SgdKeepsOneMomentWhenMomentumIsOn) {
 }
 
 TEST(Memory, SgdWithoutMomentumKeepsNoOptimizerStateInFp32) {
-  auto compiled = gpt3_175b_on_1024(recipe::DType::F32);
+  auto compiled = gpt3_175b(8, 16, 8, recipe::DType::F32);
   compiled.recipe.training.optimizer = recipe::Optimizer::Sgd;
   compiled.recipe.training.sgd_momentum = 0;
   EXPECT_DOUBLE_EQ(plan_of(compiled).stages[7].memory.optimizer, 0.0);
 }
 
 TEST(Memory, TiedEmbeddingCopyOnTheLastStageHasOptimizerStateToo) {
-  const Plan plan = plan_of(gpt3_175b_on_1024(recipe::DType::Bf16));
+  const Plan plan = plan_of(gpt3_175b(8, 16, 8, recipe::DType::Bf16));
   const Stage& last = plan.stages[15];
   EXPECT_DOUBLE_EQ(state_bytes(last), 18.0 * last.parameters_per_rank);
 }

@@ -13,19 +13,10 @@ namespace megatron::plan {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::gpt3_175b;
 using testing::make_gpt;
 using ::testing::Not;
 
-recipe::CompiledRecipe gpt3_175b(int64_t tensor, int64_t pipeline, int64_t data) {
-  return make_gpt({.layers = 96,
-                   .hidden = 12288,
-                   .heads = 96,
-                   .seq_length = 2048,
-                   .global_batch = 1536,
-                   .tensor = tensor,
-                   .pipeline = pipeline,
-                   .data = data});
-}
 
 std::string report_of(const recipe::CompiledRecipe& compiled) {
   return render_text(make_plan(compiled, find_hardware("h100-sxm")), compiled);

@@ -16,7 +16,7 @@ Schedule schedule_of(const recipe::CompiledRecipe& compiled) {
 
 TEST(Schedule, OneFOneBBubbleIsPMinus1OverMPlusPMinus1) {
   // p = 16, m = 64: 15 / 79.
-  const auto compiled = make_gpt({.global_batch = 64, .pipeline = 16});
+  const auto compiled = make_gpt({.layers = 32, .global_batch = 64, .pipeline = 16});
   const Schedule schedule = schedule_of(compiled);
   EXPECT_EQ(schedule.name, "1f1b");
   EXPECT_EQ(schedule.microbatches, 64);
