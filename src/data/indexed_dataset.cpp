@@ -1,0 +1,320 @@
+#include "data/indexed_dataset.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace megatron::data {
+namespace fs = std::filesystem;
+
+std::size_t token_size(TokenType type) {
+  switch (type) {
+    case TokenType::U8: case TokenType::I8: return 1;
+    case TokenType::I16: case TokenType::U16: return 2;
+    case TokenType::I32: case TokenType::F32: return 4;
+    case TokenType::I64: case TokenType::F64: return 8;
+  }
+  return 0;
+}
+
+const char* token_type_name(TokenType type) {
+  switch (type) {
+    case TokenType::U8: return "uint8";
+    case TokenType::I8: return "int8";
+    case TokenType::I16: return "int16";
+    case TokenType::I32: return "int32";
+    case TokenType::I64: return "int64";
+    case TokenType::F64: return "float64";
+    case TokenType::F32: return "float32";
+    case TokenType::U16: return "uint16";
+  }
+  return "unknown";
+}
+
+TokenType optimal_token_type(int64_t vocab_size) {
+  return vocab_size < 65500 ? TokenType::U16 : TokenType::I32;
+}
+
+fs::path bin_path(const std::string& prefix) { return prefix + ".bin"; }
+fs::path idx_path(const std::string& prefix) { return prefix + ".idx"; }
+
+namespace {
+
+std::FILE* open_or_throw(const fs::path& path, const char* mode) {
+  std::FILE* f = std::fopen(path.c_str(), mode);
+  if (!f)
+    throw RuntimeFailure(fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)));
+  return f;
+}
+
+fs::path temp_name(const fs::path& final_path) {
+  return final_path.string() + fmt::format(".tmp-{}", ::getpid());
+}
+
+void close_quietly(std::FILE*& f) {
+  if (f) std::fclose(f);
+  f = nullptr;
+}
+
+// Copies `file` (rewound) into `out` in blocks.
+void append_file(std::FILE* out, std::FILE* file, const fs::path& out_path) {
+  std::rewind(file);
+  std::vector<char> block(1 << 20);
+  std::size_t n;
+  while ((n = std::fread(block.data(), 1, block.size(), file)) > 0)
+    if (std::fwrite(block.data(), 1, n, out) != n)
+      throw RuntimeFailure(fmt::format("cannot write '{}': {}", out_path.string(), std::strerror(errno)));
+}
+
+}  // namespace
+
+IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, TokenType type)
+    : prefix_(std::move(prefix)), type_(type) {
+  if (type_ != TokenType::U16 && type_ != TokenType::I32 && type_ != TokenType::I64 &&
+      type_ != TokenType::U8)
+    throw RuntimeFailure(std::string("token type ") + token_type_name(type_) +
+                         " is not supported for writing token datasets");
+  const fs::path parent = fs::path(prefix_).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent))
+    throw UserError(fmt::format("output directory '{}' does not exist", parent.string()));
+  bin_tmp_ = temp_name(bin_path(prefix_));
+  idx_tmp_ = temp_name(idx_path(prefix_));
+  lengths_tmp_ = idx_tmp_.string() + ".lengths";
+  docs_tmp_ = idx_tmp_.string() + ".docs";
+  bin_ = open_or_throw(bin_tmp_, "wb");
+  lengths_ = open_or_throw(lengths_tmp_, "w+b");
+  docs_ = open_or_throw(docs_tmp_, "w+b");
+  const int64_t zero = 0;
+  write_or_throw(docs_, &zero, sizeof zero, docs_tmp_.string());
+}
+
+IndexedDatasetWriter::~IndexedDatasetWriter() {
+  close_quietly(bin_);
+  close_quietly(lengths_);
+  close_quietly(docs_);
+  std::error_code ignored;
+  fs::remove(lengths_tmp_, ignored);
+  fs::remove(docs_tmp_, ignored);
+  if (!finished_) {
+    fs::remove(bin_tmp_, ignored);
+    fs::remove(idx_tmp_, ignored);
+  }
+}
+
+void IndexedDatasetWriter::write_or_throw(std::FILE* file, const void* data, std::size_t bytes,
+                                          const std::string& what) {
+  if (bytes && std::fwrite(data, 1, bytes, file) != bytes)
+    throw RuntimeFailure(fmt::format("cannot write '{}': {}", what, std::strerror(errno)));
+}
+
+void IndexedDatasetWriter::add_sequence(std::span<const int32_t> tokens) {
+  const std::size_t width = token_size(type_);
+  buffer_.resize(tokens.size() * width);
+  unsigned char* out = buffer_.data();
+  for (std::size_t i = 0; i < tokens.size(); ++i, out += width) {
+    const int32_t t = tokens[i];
+    if (type_ == TokenType::U16) {
+      if (t < 0 || t > 0xFFFF)
+        throw RuntimeFailure(fmt::format("token id {} does not fit the dataset's uint16 tokens", t));
+      const uint16_t v = static_cast<uint16_t>(t);
+      std::memcpy(out, &v, 2);
+    } else if (type_ == TokenType::U8) {
+      if (t < 0 || t > 0xFF)
+        throw RuntimeFailure(fmt::format("token id {} does not fit the dataset's uint8 tokens", t));
+      *out = static_cast<unsigned char>(t);
+    } else if (type_ == TokenType::I32) {
+      std::memcpy(out, &t, 4);
+    } else {
+      const int64_t v = t;
+      std::memcpy(out, &v, 8);
+    }
+  }
+  write_or_throw(bin_, buffer_.data(), buffer_.size(), bin_tmp_.string());
+  const int32_t length = static_cast<int32_t>(tokens.size());
+  write_or_throw(lengths_, &length, sizeof length, lengths_tmp_.string());
+  ++sequences_;
+  tokens_ += static_cast<int64_t>(tokens.size());
+}
+
+void IndexedDatasetWriter::end_document() {
+  write_or_throw(docs_, &sequences_, sizeof sequences_, docs_tmp_.string());
+  ++documents_;
+}
+
+void IndexedDatasetWriter::add_dataset(const IndexedDataset& other) {
+  if (other.token_type() != type_)
+    throw UserError(fmt::format("cannot merge '{}': its tokens are {}, the output's are {}",
+                                other.prefix(), token_type_name(other.token_type()),
+                                token_type_name(type_)));
+  const auto docs = other.document_indices();
+  // Sequences are copied through add_sequence so sizes and counts stay consistent.
+  std::size_t next_doc = 1;
+  for (int64_t i = 0; i < other.sequences(); ++i) {
+    const auto tokens = other.tokens(i);
+    add_sequence(tokens);
+    while (next_doc < docs.size() && docs[next_doc] == i + 1) {
+      end_document();
+      ++next_doc;
+    }
+  }
+}
+
+void IndexedDatasetWriter::finish() {
+  if (std::fflush(bin_) != 0)
+    throw RuntimeFailure(fmt::format("cannot write '{}': {}", bin_tmp_.string(), std::strerror(errno)));
+  close_quietly(bin_);
+  std::fflush(lengths_);
+  std::fflush(docs_);
+
+  std::FILE* idx = open_or_throw(idx_tmp_, "wb");
+  try {
+    const std::string name = idx_tmp_.string();
+    write_or_throw(idx, kIndexMagic, sizeof kIndexMagic, name);
+    write_or_throw(idx, &kIndexVersion, sizeof kIndexVersion, name);
+    const uint8_t code = static_cast<uint8_t>(type_);
+    write_or_throw(idx, &code, 1, name);
+    const uint64_t n = static_cast<uint64_t>(sequences_);
+    const uint64_t doc_count = documents_ + 1;
+    write_or_throw(idx, &n, sizeof n, name);
+    write_or_throw(idx, &doc_count, sizeof doc_count, name);
+    append_file(idx, lengths_, idx_tmp_);
+    // Byte offsets follow from the lengths: stream them once more.
+    std::rewind(lengths_);
+    int64_t offset = 0;
+    std::vector<int32_t> lengths(1 << 16);
+    std::vector<int64_t> offsets(lengths.size());
+    std::size_t got;
+    while ((got = std::fread(lengths.data(), sizeof(int32_t), lengths.size(), lengths_)) > 0) {
+      for (std::size_t i = 0; i < got; ++i) {
+        offsets[i] = offset;
+        offset += static_cast<int64_t>(lengths[i]) * static_cast<int64_t>(token_size(type_));
+      }
+      write_or_throw(idx, offsets.data(), got * sizeof(int64_t), name);
+    }
+    append_file(idx, docs_, idx_tmp_);
+    if (std::fflush(idx) != 0 || ::fsync(::fileno(idx)) != 0)
+      throw RuntimeFailure(fmt::format("cannot write '{}': {}", name, std::strerror(errno)));
+  } catch (...) {
+    std::fclose(idx);
+    throw;
+  }
+  std::fclose(idx);
+  // .bin first: a reader only trusts a dataset whose .idx exists.
+  fs::rename(bin_tmp_, bin_path(prefix_));
+  fs::rename(idx_tmp_, idx_path(prefix_));
+  finished_ = true;
+}
+
+namespace {
+
+void* map_file(const fs::path& path, std::size_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    if (errno == ENOENT) throw UserError(fmt::format("dataset file '{}' does not exist", path.string()));
+    throw UserError(fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)));
+  }
+  struct stat st{};
+  ::fstat(fd, &st);
+  size = static_cast<std::size_t>(st.st_size);
+  void* map = nullptr;
+  if (size > 0) {
+    map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+      ::close(fd);
+      throw UserError(fmt::format("cannot map '{}': {}", path.string(), std::strerror(errno)));
+    }
+  }
+  ::close(fd);
+  return map;
+}
+
+}  // namespace
+
+IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
+  const fs::path idx = idx_path(prefix);
+  idx_map_ = map_file(idx, idx_size_);
+  try {
+    const auto* bytes = static_cast<const unsigned char*>(idx_map_);
+    const std::size_t header = sizeof kIndexMagic + 8 + 1 + 8 + 8;
+    auto bad = [&](const std::string& what) {
+      return UserError(fmt::format("'{}' is not a valid Megatron index: {}", idx.string(), what));
+    };
+    if (idx_size_ < header) throw bad(fmt::format("{} bytes, shorter than the {}-byte header", idx_size_, header));
+    if (std::memcmp(bytes, kIndexMagic, sizeof kIndexMagic) != 0) throw bad("the magic is not MMIDIDX");
+    uint64_t version;
+    std::memcpy(&version, bytes + 9, 8);
+    if (version != kIndexVersion) throw bad(fmt::format("version {}, expected 1", version));
+    const uint8_t code = bytes[17];
+    if (code < 1 || code > 8) throw bad(fmt::format("dtype code {}, expected 1 to 8", code));
+    type_ = static_cast<TokenType>(code);
+    std::memcpy(&sequence_count_, bytes + 18, 8);
+    std::memcpy(&document_count_, bytes + 26, 8);
+    const std::size_t expected = header + sequence_count_ * (4 + 8) + document_count_ * 8;
+    if (document_count_ < 1 || idx_size_ != expected)
+      throw bad(fmt::format("{} bytes, but {} sequences and {} document indices need {}", idx_size_,
+                            sequence_count_, document_count_, expected));
+    lengths_ = reinterpret_cast<const int32_t*>(bytes + header);
+    offsets_ = reinterpret_cast<const int64_t*>(bytes + header + sequence_count_ * 4);
+    doc_indices_ = reinterpret_cast<const int64_t*>(bytes + header + sequence_count_ * 12);
+
+    bin_map_ = map_file(bin_path(prefix), bin_size_);
+    const uint64_t needed = sequence_count_ == 0
+                                ? 0
+                                : static_cast<uint64_t>(offsets_[sequence_count_ - 1]) +
+                                      static_cast<uint64_t>(lengths_[sequence_count_ - 1]) * token_size(type_);
+    if (bin_size_ != needed)
+      throw UserError(fmt::format("'{}' has {} bytes but its index describes {}",
+                                  bin_path(prefix).string(), bin_size_, needed));
+  } catch (...) {
+    if (idx_map_) ::munmap(idx_map_, idx_size_);
+    if (bin_map_) ::munmap(bin_map_, bin_size_);
+    throw;
+  }
+}
+
+IndexedDataset::~IndexedDataset() {
+  if (idx_map_) ::munmap(idx_map_, idx_size_);
+  if (bin_map_) ::munmap(bin_map_, bin_size_);
+}
+
+int64_t IndexedDataset::total_tokens() const {
+  int64_t total = 0;
+  for (auto n : sequence_lengths()) total += n;
+  return total;
+}
+
+std::vector<int32_t> IndexedDataset::tokens(int64_t i, int64_t offset, int64_t length) const {
+  if (i < 0 || i >= sequences())
+    throw std::out_of_range(fmt::format("sequence {} of {} in '{}'", i, sequences(), prefix_));
+  const int64_t n = lengths_[i];
+  if (length < 0) length = n - offset;
+  if (offset < 0 || offset + length > n)
+    throw std::out_of_range(fmt::format("tokens [{}, {}) of a {}-token sequence", offset, offset + length, n));
+  std::vector<int32_t> out(static_cast<std::size_t>(length));
+  const auto* base = static_cast<const unsigned char*>(bin_map_) + offsets_[i];
+  const std::size_t width = token_size(type_);
+  for (int64_t k = 0; k < length; ++k) {
+    const unsigned char* p = base + (offset + k) * static_cast<int64_t>(width);
+    switch (type_) {
+      case TokenType::U8: out[k] = *p; break;
+      case TokenType::I8: out[k] = static_cast<int8_t>(*p); break;
+      case TokenType::U16: { uint16_t v; std::memcpy(&v, p, 2); out[k] = v; break; }
+      case TokenType::I16: { int16_t v; std::memcpy(&v, p, 2); out[k] = v; break; }
+      case TokenType::I32: { int32_t v; std::memcpy(&v, p, 4); out[k] = v; break; }
+      case TokenType::I64: { int64_t v; std::memcpy(&v, p, 8); out[k] = static_cast<int32_t>(v); break; }
+      case TokenType::F32: { float v; std::memcpy(&v, p, 4); out[k] = static_cast<int32_t>(v); break; }
+      case TokenType::F64: { double v; std::memcpy(&v, p, 8); out[k] = static_cast<int32_t>(v); break; }
+    }
+  }
+  return out;
+}
+
+}  // namespace megatron::data

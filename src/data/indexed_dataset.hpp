@@ -1,0 +1,107 @@
+// Megatron-LM's indexed dataset format (.bin raw tokens + .idx index), byte for byte:
+// a streaming writer with bounded memory and atomic publication, and a memory-mapped reader.
+//
+// .idx layout (little-endian, no padding): magic "MMIDIDX\0\0", u64 version 1, u8 dtype code,
+// u64 sequence count N, u64 document-index count (documents + 1), int32[N] sequence lengths,
+// int64[N] byte offsets into .bin, int64[] document indices (the first is 0; each next one is
+// the sequence count at a document's end).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace megatron::data {
+
+// Megatron's dtype codes (megatron/core/datasets/indexed_dataset.py, DType).
+enum class TokenType : uint8_t { U8 = 1, I8 = 2, I16 = 3, I32 = 4, I64 = 5, F64 = 6, F32 = 7, U16 = 8 };
+
+std::size_t token_size(TokenType type);
+const char* token_type_name(TokenType type);
+// Megatron's choice: uint16 when the vocabulary has fewer than 65,500 entries, else int32.
+TokenType optimal_token_type(int64_t vocab_size);
+
+inline constexpr char kIndexMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
+inline constexpr uint64_t kIndexVersion = 1;
+
+std::filesystem::path bin_path(const std::string& prefix);
+std::filesystem::path idx_path(const std::string& prefix);
+
+// Writes {prefix}.bin and {prefix}.idx. Everything goes to temporary names next to the final
+// ones; finish() renames both into place, so a failure or an abandoned writer never leaves a
+// half-written dataset under the final name. Memory stays constant: the per-sequence lengths
+// are spooled to a temporary file, not kept in RAM.
+class IndexedDatasetWriter {
+ public:
+  IndexedDatasetWriter(std::string prefix, TokenType type);
+  ~IndexedDatasetWriter();  // removes the temporary files unless finish() succeeded
+  IndexedDatasetWriter(const IndexedDatasetWriter&) = delete;
+  IndexedDatasetWriter& operator=(const IndexedDatasetWriter&) = delete;
+
+  // Appends one sequence (tokens must fit the token type; throws RuntimeFailure otherwise).
+  void add_sequence(std::span<const int32_t> tokens);
+  // Marks the end of a document (after its sequences: one per sentence, or one in all).
+  void end_document();
+  // Appends every sequence and document of an existing dataset (for merging).
+  void add_dataset(const class IndexedDataset& other);
+  // Writes the index and publishes both files.
+  void finish();
+
+  int64_t sequences() const { return sequences_; }
+  int64_t documents() const { return static_cast<int64_t>(documents_); }
+  int64_t tokens() const { return tokens_; }
+
+ private:
+  void write_or_throw(std::FILE* file, const void* data, std::size_t bytes, const std::string& what);
+
+  std::string prefix_;
+  TokenType type_;
+  std::filesystem::path bin_tmp_, idx_tmp_, lengths_tmp_, docs_tmp_;
+  std::FILE* bin_ = nullptr;
+  std::FILE* lengths_ = nullptr;
+  std::FILE* docs_ = nullptr;
+  int64_t sequences_ = 0;
+  uint64_t documents_ = 0;
+  int64_t tokens_ = 0;
+  bool finished_ = false;
+  std::vector<unsigned char> buffer_;
+};
+
+// A dataset opened read-only by memory-mapping both files. Validates the header and every size
+// against the file sizes; errors name the file, what was expected and what was found.
+class IndexedDataset {
+ public:
+  explicit IndexedDataset(const std::string& prefix);
+  ~IndexedDataset();
+  IndexedDataset(const IndexedDataset&) = delete;
+  IndexedDataset& operator=(const IndexedDataset&) = delete;
+
+  TokenType token_type() const { return type_; }
+  int64_t sequences() const { return static_cast<int64_t>(sequence_count_); }
+  int64_t documents() const { return static_cast<int64_t>(document_count_) - 1; }
+  std::span<const int32_t> sequence_lengths() const { return {lengths_, sequence_count_}; }
+  std::span<const int64_t> sequence_offsets() const { return {offsets_, sequence_count_}; }
+  std::span<const int64_t> document_indices() const { return {doc_indices_, document_count_}; }
+  int64_t total_tokens() const;
+
+  // Tokens of sequence `i` from `offset`, `length` of them (all when length < 0).
+  std::vector<int32_t> tokens(int64_t i, int64_t offset = 0, int64_t length = -1) const;
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  std::string prefix_;
+  TokenType type_ = TokenType::U16;
+  uint64_t sequence_count_ = 0, document_count_ = 0;
+  const int32_t* lengths_ = nullptr;
+  const int64_t* offsets_ = nullptr;
+  const int64_t* doc_indices_ = nullptr;
+  void* idx_map_ = nullptr;
+  std::size_t idx_size_ = 0;
+  void* bin_map_ = nullptr;
+  std::size_t bin_size_ = 0;
+};
+
+}  // namespace megatron::data

@@ -1,0 +1,155 @@
+#include "data/line_reader.hpp"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace megatron::data {
+
+namespace {
+constexpr std::size_t kBlock = 1 << 20;
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+}  // namespace
+
+// One of three kinds of source; each reads up to `capacity` decompressed bytes.
+struct LineReader::Source {
+  enum class Kind { Plain, Gzip, Zstd } kind = Kind::Plain;
+  std::FILE* file = nullptr;
+  gzFile gz = nullptr;
+  ZSTD_DCtx* zstd = nullptr;
+  std::vector<char> compressed;
+  ZSTD_inBuffer in{nullptr, 0, 0};
+  uint64_t consumed = 0;  // compressed bytes consumed (zstd) for progress
+
+  ~Source() {
+    if (file) std::fclose(file);
+    if (gz) gzclose(gz);
+    if (zstd) ZSTD_freeDCtx(zstd);
+  }
+
+  // Returns bytes produced; 0 at end of input. Throws on corrupt input.
+  std::size_t read(char* out, std::size_t capacity, const std::string& path) {
+    switch (kind) {
+      case Kind::Plain: {
+        const std::size_t n = std::fread(out, 1, capacity, file);
+        if (n == 0 && std::ferror(file))
+          throw RuntimeFailure(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+        return n;
+      }
+      case Kind::Gzip: {
+        const int n = gzread(gz, out, static_cast<unsigned>(capacity));
+        if (n < 0) {
+          int code = 0;
+          throw UserError(fmt::format("'{}' is not a valid gzip file: {}", path, gzerror(gz, &code)));
+        }
+        return static_cast<std::size_t>(n);
+      }
+      case Kind::Zstd: {
+        ZSTD_outBuffer output{out, capacity, 0};
+        while (output.pos == 0) {
+          if (in.pos == in.size) {
+            in.size = std::fread(compressed.data(), 1, compressed.size(), file);
+            in.pos = 0;
+            in.src = compressed.data();
+            if (in.size == 0) return 0;
+          }
+          const std::size_t before = in.pos;
+          const std::size_t rc = ZSTD_decompressStream(zstd, &output, &in);
+          consumed += in.pos - before;
+          if (ZSTD_isError(rc))
+            throw UserError(fmt::format("'{}' is not a valid zstd file: {}", path, ZSTD_getErrorName(rc)));
+        }
+        return output.pos;
+      }
+    }
+    return 0;
+  }
+};
+
+LineReader::LineReader(std::string path) : path_(std::move(path)), source_(std::make_unique<Source>()) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec))
+    throw UserError(fmt::format("input file '{}' does not exist", path_));
+  file_size_ = std::filesystem::file_size(path_, ec);
+  if (ends_with(path_, ".gz")) {
+    source_->kind = Source::Kind::Gzip;
+    source_->gz = gzopen(path_.c_str(), "rb");
+    if (!source_->gz) throw UserError(fmt::format("cannot open '{}'", path_));
+    gzbuffer(source_->gz, kBlock);
+  } else {
+    source_->file = std::fopen(path_.c_str(), "rb");
+    if (!source_->file)
+      throw UserError(fmt::format("cannot open '{}': {}", path_, std::strerror(errno)));
+    if (ends_with(path_, ".zst") || ends_with(path_, ".zstd")) {
+      source_->kind = Source::Kind::Zstd;
+      source_->zstd = ZSTD_createDCtx();
+      source_->compressed.resize(ZSTD_DStreamInSize());
+    }
+  }
+}
+
+LineReader::~LineReader() = default;
+
+uint64_t LineReader::bytes_read() const {
+  switch (source_->kind) {
+    case Source::Kind::Plain: return static_cast<uint64_t>(std::ftell(source_->file));
+    case Source::Kind::Gzip: return static_cast<uint64_t>(gzoffset(source_->gz));
+    case Source::Kind::Zstd: return source_->consumed;
+  }
+  return 0;
+}
+
+bool LineReader::refill() {
+  if (eof_) return false;
+  // Drop what has been consumed, then append one block.
+  buffer_.erase(0, start_);
+  start_ = 0;
+  const std::size_t old = buffer_.size();
+  buffer_.resize(old + kBlock);
+  const std::size_t n = source_->read(buffer_.data() + old, kBlock, path_);
+  buffer_.resize(old + n);
+  if (n == 0) eof_ = true;
+  return n > 0;
+}
+
+bool LineReader::next(std::string_view& line) {
+  std::size_t search_from = start_;
+  while (true) {
+    const std::size_t newline = buffer_.find('\n', search_from);
+    if (newline != std::string::npos) {
+      std::size_t end = newline;
+      if (end > start_ && buffer_[end - 1] == '\r') --end;
+      line = std::string_view(buffer_).substr(start_, end - start_);
+      start_ = newline + 1;
+      ++line_number_;
+      return true;
+    }
+    const std::size_t scanned = buffer_.size() - start_;
+    if (!refill()) {
+      if (start_ >= buffer_.size()) return false;
+      // The last line has no newline.
+      std::size_t end = buffer_.size();
+      if (end > start_ && buffer_[end - 1] == '\r') --end;
+      line = std::string_view(buffer_).substr(start_, end - start_);
+      start_ = buffer_.size();
+      ++line_number_;
+      return true;
+    }
+    search_from = start_ + scanned;
+  }
+}
+
+}  // namespace megatron::data

@@ -1,0 +1,98 @@
+#include "data/unicode.hpp"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace megatron::data::unicode {
+
+std::vector<CodePoint> decode(std::string_view text) {
+  std::vector<CodePoint> out;
+  out.reserve(text.size());
+  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    utf8proc_int32_t value = 0;
+    const auto n = utf8proc_iterate(bytes + i, static_cast<utf8proc_ssize_t>(text.size() - i), &value);
+    if (n <= 0) {
+      out.push_back({U'\uFFFD', static_cast<uint32_t>(i), 1});
+      ++i;
+    } else {
+      out.push_back({static_cast<char32_t>(value), static_cast<uint32_t>(i), static_cast<uint32_t>(n)});
+      i += static_cast<std::size_t>(n);
+    }
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t value) {
+  utf8proc_uint8_t buffer[4];
+  const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(value), buffer);
+  out.append(reinterpret_cast<const char*>(buffer), static_cast<std::size_t>(n));
+}
+
+namespace {
+utf8proc_category_t category(char32_t c) {
+  return static_cast<utf8proc_category_t>(utf8proc_category(static_cast<utf8proc_int32_t>(c)));
+}
+}  // namespace
+
+bool is_letter(char32_t c) {
+  const auto k = category(c);
+  return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL || k == UTF8PROC_CATEGORY_LT ||
+         k == UTF8PROC_CATEGORY_LM || k == UTF8PROC_CATEGORY_LO;
+}
+
+bool is_number(char32_t c) {
+  const auto k = category(c);
+  return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+}
+
+bool is_whitespace(char32_t c) {
+  // The Unicode White_Space property (what \s matches in Unicode-aware regex engines).
+  switch (c) {
+    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
+    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+      return true;
+    default:
+      return c >= 0x2000 && c <= 0x200A;
+  }
+}
+
+bool is_punctuation(char32_t c) {
+  const auto k = category(c);
+  return k == UTF8PROC_CATEGORY_PC || k == UTF8PROC_CATEGORY_PD || k == UTF8PROC_CATEGORY_PS ||
+         k == UTF8PROC_CATEGORY_PE || k == UTF8PROC_CATEGORY_PI || k == UTF8PROC_CATEGORY_PF ||
+         k == UTF8PROC_CATEGORY_PO;
+}
+
+bool is_mark_nonspacing(char32_t c) { return category(c) == UTF8PROC_CATEGORY_MN; }
+
+bool is_control(char32_t c) {
+  const auto k = category(c);
+  return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF;
+}
+
+bool is_cjk(char32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+         (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+char32_t to_lower(char32_t c) {
+  return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
+}
+
+std::string nfd(std::string_view text) {
+  utf8proc_uint8_t* result = nullptr;
+  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                              static_cast<utf8proc_ssize_t>(text.size()), &result,
+                              static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE));
+  if (n < 0) return std::string(text);  // invalid UTF-8: leave it as it is
+  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(result, &std::free);
+  return std::string(reinterpret_cast<const char*>(result), static_cast<std::size_t>(n));
+}
+
+}  // namespace megatron::data::unicode
