@@ -90,6 +90,22 @@ class WordWriter {
     in_mark_run_ = false;  // ASCII has combining class 0
   }
 
+  // A run of ASCII word characters (letters, digits, anything kWordChar), appended at once:
+  // the common case, worth a loop without a switch per byte.
+  void ascii_word(std::string_view run) {
+    std::string& chars = out_.chars;
+    const std::size_t at = chars.size();
+    chars.resize(at + run.size());
+    if (lower_case_) {
+      for (std::size_t i = 0; i < run.size(); ++i) {
+        chars[at + i] = ascii_lower(static_cast<unsigned char>(run[i]));
+      }
+    } else {
+      run.copy(chars.data() + at, run.size());
+    }
+    in_mark_run_ = false;
+  }
+
   void code_point(char32_t c) {
     if (c == 0xFFFD || is_other(c)) return;
     if (unicode::is_whitespace(c)) {
@@ -98,13 +114,13 @@ class WordWriter {
       return;
     }
     const bool chinese = is_chinese_char(c);
-    if (chinese) begin_isolated();
+    if (chinese) space_around_ideograph();
     if (lower_case_) {
       add_stripped_and_lowered(c);
     } else {
       add(c);
     }
-    if (chinese) begin_isolated();
+    if (chinese) space_around_ideograph();
   }
 
   void finish() { end_word(); }
@@ -117,9 +133,9 @@ class WordWriter {
     }
   }
 
-  // The spaces put around a CJK ideograph: a word boundary, and (class 0) the end of any run
-  // of combining marks.
-  void begin_isolated() {
+  // The space put on each side of a CJK ideograph: a word boundary, and (class 0) the end of
+  // any run of combining marks.
+  void space_around_ideograph() {
     end_word();
     in_mark_run_ = false;
   }
@@ -208,8 +224,18 @@ void bert_pretokenize(std::string_view text, bool lower_case, BertWords& out) {
   std::size_t i = 0;
   while (i < text.size()) {
     if (bytes[i] < 0x80) {
-      writer.ascii(bytes[i]);
-      ++i;
+      if (kAsciiKinds[bytes[i]] != AsciiKind::kWordChar) {
+        writer.ascii(bytes[i]);
+        ++i;
+        continue;
+      }
+      std::size_t end = i + 1;
+      while (end < text.size() && bytes[end] < 0x80 &&
+             kAsciiKinds[bytes[end]] == AsciiKind::kWordChar) {
+        ++end;
+      }
+      writer.ascii_word(text.substr(i, end - i));
+      i = end;
       continue;
     }
     utf8proc_int32_t c = 0;

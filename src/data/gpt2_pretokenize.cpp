@@ -71,6 +71,12 @@ Char char_at(std::string_view text, std::size_t pos) {
 // End of the run of `cls` characters that starts at `pos`.
 std::size_t run_end(std::string_view text, std::size_t pos, CharClass cls) {
   while (pos < text.size()) {
+    const auto b = static_cast<unsigned char>(text[pos]);
+    if (b < 0x80) {  // the common case, without a call
+      if (kAsciiClass[b] != cls) break;
+      ++pos;
+      continue;
+    }
     const Char c = char_at(text, pos);
     if (c.cls != cls) break;
     pos += c.length;

@@ -89,6 +89,12 @@ TEST_F(WordPieceUncased, MakesEachCjkIdeographAWordOfItsOwn) {
   EXPECT_THAT(pieces(bert(), "日本語"), ElementsAre("日", "本", "語"));
 }
 
+TEST_F(WordPieceUncased, UsesHuggingFacesCjkRangesWhereTheyDifferFromGooglesBert) {
+  // Hugging Face starts CJK Extension E at U+2B920; U+2B820..U+2B91F stay inside words.
+  EXPECT_THAT(pieces(bert(), "a\U0002B920b"), ElementsAre("a", "[UNK]", "b"));
+  EXPECT_THAT(pieces(bert(), "a\U0002B820b"), ElementsAre("[UNK]"));
+}
+
 TEST_F(WordPieceUncased, LeavesKanaInOrdinaryWords) {
   // Only the CJK ideograph blocks are isolated; katakana after them forms one word.
   EXPECT_THAT(pieces(bert(), "東京タワー"), ElementsAre("東", "京", "タ", "##ワ", "##ー"));
@@ -98,6 +104,11 @@ TEST_F(WordPieceUncased, LowercasesAndStripsAccents) {
   EXPECT_THAT(pieces(bert(), "Café NAÏVE"), ElementsAre("cafe", "naive"));
   // A combining accent on its own input character goes too.
   EXPECT_THAT(pieces(bert(), "Cafe\u0301"), ElementsAre("cafe"));
+}
+
+TEST_F(WordPieceUncased, DecomposesHangulSyllablesIntoJamo) {
+  // A side effect of NFD that bert-base-uncased was trained with.
+  EXPECT_THAT(pieces(bert(), "한"), ElementsAre("ᄒ", "##ᅡ", "##ᆫ"));
 }
 
 TEST_F(WordPieceUncased, DropsControlFormatAndPrivateUseCharacters) {
@@ -175,6 +186,11 @@ TEST_F(WordPieceUncased, DecodeWritesSpecialTokensOut) {
   EXPECT_EQ(bert().decode(ids), "[CLS] hello [SEP]");
 }
 
+TEST_F(WordPieceUncased, DecodeKeepsTheHashesOfALeadingContinuationPiece) {
+  const std::vector<int32_t> ids = {2015, 7592};  // "##s", "hello"
+  EXPECT_EQ(bert().decode(ids), "##s hello");
+}
+
 TEST_F(WordPieceUncased, DecodeRejectsAnIdOutsideTheVocabulary) {
   const std::vector<int32_t> ids = {30522};
   EXPECT_THROW(bert().decode(ids), UserError);
@@ -246,6 +262,14 @@ TEST_F(WordPieceTiny, CasedKeepsCaseAndAccents) {
 
 TEST_F(WordPieceTiny, UncasedStripsAccentsAndLowercases) {
   EXPECT_THAT(pieces(*uncased(), "Hello Café HELLO"), ElementsAre("hello", "cafe", "hello"));
+}
+
+TEST_F(WordPieceTiny, UncasedPutsSpacingMarksInCanonicalOrder) {
+  // NFD sorts marks by combining class: U+1D16D (class 226) goes after U+1D165 (class 216).
+  // Both are spacing marks (Mc), so accent stripping keeps them.
+  const auto tokenizer = load("[UNK]\nx\U0001D165\U0001D16Dy\n", true);
+  EXPECT_THAT(pieces(*tokenizer, "x\U0001D16D\U0001D165y"),
+              ElementsAre("x\U0001D165\U0001D16Dy"));
 }
 
 TEST_F(WordPieceTiny, CasedStillDropsControlCharactersAndSplitsPunctuation) {
