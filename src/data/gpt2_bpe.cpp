@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,11 @@ std::array<char32_t, 256> byte_to_unicode() {
 }
 
 std::string read_file(const std::string& path, const char* what) {
+  // A directory opens as a stream that reads nothing; say so rather than load it as empty.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw UserError("GPT-2 " + std::string(what) + " file '" + path + "' is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError("cannot open GPT-2 " + std::string(what) + " file '" + path + "'");
   std::ostringstream contents;
@@ -45,8 +51,8 @@ std::string read_file(const std::string& path, const char* what) {
 }
 
 // The rank of each merge rule by the pair of token ids it joins. BPE asks for every adjacent
-// pair of a new word, so this is a flat open-addressing table: a node-based map's pointer
-// chase per lookup made BPE several times slower.
+// pair of a new word, so this is a flat open-addressing table: with a node-based map, the
+// modulo and pointer chase of each lookup were most of the cost of a word not yet cached.
 class MergeRanks {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -197,11 +203,11 @@ class WordCache {
 
 // Working arrays for one word's BPE, reused from word to word.
 struct BpeScratch {
-  std::vector<int32_t> id;    // token at each byte position; -1 once merged into its left
-  std::vector<int32_t> next;  // next live position (word size at the end)
-  std::vector<int32_t> prev;  // previous live position (-1 at the start)
-  std::vector<uint64_t> heap;   // rank << 32 | position of each candidate pair, min first
-  std::vector<int32_t> batch;   // positions of the pairs merged in the current round
+  std::vector<int32_t> id;     // token at each byte position; -1 once merged into its left
+  std::vector<int32_t> next;   // next live position (word size at the end)
+  std::vector<int32_t> prev;   // previous live position (-1 at the start)
+  std::vector<uint64_t> heap;  // rank << 32 | position of each candidate pair, min first
+  std::vector<int32_t> batch;  // positions of the pairs merged in the current round
 };
 
 // What one thread keeps for the tokenizer it used last. encode() is const and called from
@@ -240,11 +246,11 @@ class Gpt2Bpe final : public Tokenizer {
   void bpe(std::string_view word, BpeScratch& s, std::vector<int32_t>& out) const;
   ThreadState& thread_state() const;
 
-  std::vector<std::string> token_text_;     // by id, as vocab.json spells it
-  std::string token_bytes_;                 // every token's raw bytes, by id...
-  std::vector<uint32_t> token_offset_;      // ...token id's bytes start at [id], end at [id+1]
-  std::array<int32_t, 256> byte_token_{};   // the one-byte token of each byte
-  std::vector<Merge> merges_;               // by rank
+  std::vector<std::string> token_text_;    // by id, as vocab.json spells it
+  std::string token_bytes_;                // every token's raw bytes, by id...
+  std::vector<uint32_t> token_offset_;     // ...token id's bytes start at [id], end at [id+1]
+  std::array<int32_t, 256> byte_token_{};  // the one-byte token of each byte
+  std::vector<Merge> merges_;              // by rank
   std::unique_ptr<MergeRanks> ranks_;
   SpecialTokens special_;
   uint64_t serial_ = next_serial.fetch_add(1);
@@ -257,8 +263,7 @@ Gpt2Bpe::Gpt2Bpe(const std::string& vocab_path, const std::string& merges_path) 
   if (const auto it = ids.find("<|endoftext|>"); it != ids.end()) special_.eod = it->second;
 }
 
-void Gpt2Bpe::load_vocab(const std::string& path,
-                         std::unordered_map<std::string, int32_t>& ids) {
+void Gpt2Bpe::load_vocab(const std::string& path, std::unordered_map<std::string, int32_t>& ids) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(read_file(path, "vocabulary"));
@@ -343,8 +348,8 @@ void Gpt2Bpe::load_merges(const std::string& path, const std::string& vocab_path
     if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string_view::npos) {
       throw UserError("GPT-2 merges file '" + path + "' line " + std::to_string(line_number) +
-                      ": expected two tokens separated by one space, found '" +
-                      std::string(line) + "'");
+                      ": expected two tokens separated by one space, found '" + std::string(line) +
+                      "'");
     }
     const std::string_view left = line.substr(0, space);
     const std::string_view right = line.substr(space + 1);

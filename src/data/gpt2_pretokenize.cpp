@@ -102,9 +102,10 @@ bool Gpt2PreTokenizer::next(std::string_view& word) {
   const std::size_t start = pos_;
   if (start >= text_.size()) return false;
   const Char first = char_at(text_, start);
+  const std::size_t contraction = text_[start] == '\'' ? contraction_length(text_, start) : 0;
   std::size_t end = 0;
-  if (text_[start] == '\'' && (end = contraction_length(text_, start)) != 0) {
-    end += start;
+  if (contraction != 0) {
+    end = start + contraction;
   } else if (text_[start] == ' ' && start + 1 < text_.size() &&
              char_at(text_, start + 1).cls != CharClass::kSpace) {
     // " ?\p{L}+", " ?\p{N}+" and " ?[^\s\p{L}\p{N}]+": the space joins the run after it.

@@ -1,7 +1,10 @@
 // GPT-2 byte-level BPE: the pre-tokenizer's regex semantics, ids against the golden file and
 // tiktoken, exact round trips of arbitrary bytes, thread safety, and errors for bad files.
+#include "data/gpt2_bpe.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -14,10 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "core/error.hpp"
-#include "data/gpt2_bpe.hpp"
 #include "data/gpt2_pretokenize.hpp"
 #include "data/unicode.hpp"
 
@@ -116,17 +116,20 @@ std::vector<std::string> reference_pretokens(std::string_view text) {
 // Random text that exercises every branch of the scanner: several scripts, every kind of
 // whitespace in runs, digits, apostrophes and contractions, emoji, and invalid UTF-8.
 std::string random_text(std::mt19937& rng, std::size_t pieces) {
+  // clang-format off
   static const std::vector<std::string> kFragments = {
       "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'", "\xE2\x80\x99", " ", "  ",
       "\t", "\n", "\r\n", "\n\n", utf8(0xA0), utf8(0x3000), utf8(0x2028), utf8(0x85), "x",
       "the", " the", "Hello", "2024", "3.14", "!!", "...", "--", "\xFF", "\x80", "\xC3",
       "\xE2\x82", "\xF0\x9F\x98", "\xED\xA0\x80" /* surrogate */, "\xC0\xAF" /* overlong */};
+  // clang-format on
   // Ranges of code points from several scripts and classes.
   static const std::vector<std::pair<char32_t, char32_t>> kRanges = {
-      {0x20, 0x7E},      {0xA1, 0x17F},     {0x300, 0x36F} /* combining marks */,
-      {0x391, 0x3C9},    {0x410, 0x44F},    {0x5D0, 0x5EA},     {0x660, 0x669},
-      {0x900, 0x97F},    {0x3040, 0x30FF},  {0x4E00, 0x4FFF},   {0xAC00, 0xAC80},
-      {0x2000, 0x206F},  {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0xFF10, 0xFF5A}};
+      {0x20, 0x7E},       {0xA1, 0x17F},      {0x300, 0x36F} /* combining marks */,
+      {0x391, 0x3C9},     {0x410, 0x44F},     {0x5D0, 0x5EA},
+      {0x660, 0x669},     {0x900, 0x97F},     {0x3040, 0x30FF},
+      {0x4E00, 0x4FFF},   {0xAC00, 0xAC80},   {0x2000, 0x206F},
+      {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0xFF10, 0xFF5A}};
   std::string text;
   for (std::size_t p = 0; p < pieces; ++p) {
     if (rng() % 3 == 0) {
@@ -214,7 +217,9 @@ TEST(Gpt2PreTokenize, LettersOfAnyScriptFormOneRun) {
 }
 
 TEST(Gpt2PreTokenize, InvalidBytesAreOtherCharacters) {
-  EXPECT_THAT(pretokens("a\xFF\xFE" "b"), ElementsAre("a", "\xFF\xFE", "b"));
+  EXPECT_THAT(pretokens("a\xFF\xFE"
+                        "b"),
+              ElementsAre("a", "\xFF\xFE", "b"));
   EXPECT_THAT(pretokens("a \xC3"), ElementsAre("a", " \xC3"));
   // A truncated sequence is one invalid byte at a time, still one run of "other".
   EXPECT_THAT(pretokens("\xE2\x82!x"), ElementsAre("\xE2\x82!", "x"));
@@ -232,7 +237,7 @@ TEST(Gpt2PreTokenize, AgreesWithANaiveReadingOfTheRegexOnRandomText) {
 
 // ---------------------------------------------------------------------------------------------
 // Encoding: the golden file, and the cases above as ids. Expected ids here were checked with
-// tiktoken 0.x (gpt2 ranks built from these vocab.json and merges.txt, disallowed_special=()).
+// tiktoken 0.14.0 (gpt2 ranks built from these vocab.json and merges.txt, disallowed_special=()).
 
 TEST(Gpt2Bpe, MatchesEveryGpt2IdListInTheGoldenFile) {
   std::ifstream in(std::string(MEGATRON_SOURCE_DIR) + "/tests/data/golden/tokenizers.jsonl");
@@ -271,7 +276,8 @@ TEST(Gpt2Bpe, DigitRunsAreSplitOnlyByMerges) {
 }
 
 TEST(Gpt2Bpe, RepeatedLettersMergeLeftToRight) {
-  EXPECT_THAT(gpt2().encode("aaaaaaaaaaaaaaaaaaaa"), ElementsAre(24794, 24794, 24794, 24794, 24794));
+  EXPECT_THAT(gpt2().encode("aaaaaaaaaaaaaaaaaaaa"),
+              ElementsAre(24794, 24794, 24794, 24794, 24794));
 }
 
 TEST(Gpt2Bpe, MultiByteCharactersSplitAtByteLevel) {
@@ -382,8 +388,8 @@ class Gpt2BpeFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("gpt2_bpe_test_" + std::to_string(::getpid()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("gpt2_bpe_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -445,8 +451,8 @@ TEST_F(Gpt2BpeFiles, VocabularyWithoutEndOfTextHasNoEod) {
   std::string vocab = "{";
   const auto& real = gpt2();
   for (int32_t id = 0; id < 256; ++id) {
-    vocab += (id ? "," : "") + nlohmann::json(real.token_text(id)).dump() + ":" +
-             std::to_string(id);
+    vocab +=
+        (id ? "," : "") + nlohmann::json(real.token_text(id)).dump() + ":" + std::to_string(id);
   }
   vocab += "}";
   const auto tokenizer = load_gpt2_bpe(write("v.json", vocab), write("m.txt", ""));
@@ -460,14 +466,19 @@ TEST_F(Gpt2BpeFiles, VocabularyWithoutEndOfTextHasNoEod) {
 
 TEST_F(Gpt2BpeFiles, MissingVocabularyFileIsNamed) {
   const std::string missing = (dir_ / "nope.json").string();
-  EXPECT_THAT(load_error(missing, kMerges), HasSubstr("cannot open GPT-2 vocabulary file '" +
-                                                      missing + "'"));
+  EXPECT_THAT(load_error(missing, kMerges),
+              HasSubstr("cannot open GPT-2 vocabulary file '" + missing + "'"));
 }
 
 TEST_F(Gpt2BpeFiles, MissingMergesFileIsNamed) {
   const std::string missing = (dir_ / "nope.txt").string();
   EXPECT_THAT(load_error(kVocab, missing),
               HasSubstr("cannot open GPT-2 merges file '" + missing + "'"));
+}
+
+TEST_F(Gpt2BpeFiles, DirectoryIsNotAMergesFile) {
+  EXPECT_THAT(load_error(kVocab, dir_.string()),
+              HasSubstr("GPT-2 merges file '" + dir_.string() + "' is a directory"));
 }
 
 TEST_F(Gpt2BpeFiles, MalformedJsonIsReported) {
@@ -508,9 +519,10 @@ TEST_F(Gpt2BpeFiles, MergesLineMustBeTwoTokens) {
 
 TEST_F(Gpt2BpeFiles, MergePartsMustBeInTheVocabulary) {
   const std::string merges = write("m.txt", "h e\nh <|zz|>\n");
-  EXPECT_THAT(load_error(kVocab, merges),
-              HasSubstr("GPT-2 merges file '" + merges + "' line 2: '<|zz|>' is not in the "
-                        "vocabulary '" + kVocab + "'"));
+  EXPECT_THAT(load_error(kVocab, merges), HasSubstr("GPT-2 merges file '" + merges +
+                                                    "' line 2: '<|zz|>' is not in the "
+                                                    "vocabulary '" +
+                                                    kVocab + "'"));
 }
 
 TEST_F(Gpt2BpeFiles, MergeResultMustBeInTheVocabulary) {

@@ -1,0 +1,52 @@
+// From a data blend (prefixes, optional weights, split string) and the samples each split needs
+// to the dataset each split draws from, following Megatron-Core's BlendedMegatronDatasetBuilder.
+//
+// One prefix without weights gives a plain GptDataset; otherwise every prefix contributes a
+// GptDataset per split and a BlendedDataset mixes them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/gpt_dataset.hpp"
+
+namespace megatron::data {
+
+// Megatron's mid_level_dataset_surplus: each dataset builds this fraction more samples than the
+// blend is expected to take from it, so the greedy schedule never runs one dry.
+inline constexpr double kBlendSurplus = 0.005;
+
+// Megatron's _get_size_per_split_per_dataset for one split: target[d] = ceil(size x w[d]) is
+// what the blend takes; requested[d] = ceil(target[d] x (1 + surplus)) is what dataset d builds.
+// The blend's own size is the sum of the targets, which can exceed `size` by rounding.
+struct BlendSizes {
+  std::vector<int64_t> target;
+  std::vector<int64_t> requested;
+  int64_t total() const;  // sum of target
+};
+BlendSizes blend_sizes(std::span<const double> normalized_weights, int64_t size,
+                       double surplus = kBlendSurplus);
+
+struct GptBlendSpec {
+  std::vector<std::string> prefixes;  // indexed datasets, path without .bin/.idx
+  // One per prefix; empty means Megatron's "no weights": each dataset builds one epoch and
+  // the blend weighs them by their sample counts.
+  std::vector<double> weights;
+  std::string split = "969,30,1";
+};
+
+// For each split (train, valid, test) the samples it needs, or nullopt for one epoch.
+using SplitSizes = std::array<std::optional<int64_t>, 3>;
+
+// The dataset each split draws from; null for a split whose share of the split string is 0.
+// Throws UserError for a malformed blend (weights not matching prefixes, weights without a
+// size for a split, several unweighted prefixes without a size).
+std::array<std::shared_ptr<const GptSampleSource>, 3> build_gpt_datasets(
+    const GptBlendSpec& spec, const SplitSizes& sizes, const GptDatasetConfig& config);
+
+}  // namespace megatron::data
