@@ -16,6 +16,8 @@ void add_recipe_commands(CLI::App& app, Actions& actions);
 void add_plan_command(CLI::App& app, Actions& actions);
 // preprocess, tokenize, data inspect, data merge
 void add_data_pipeline_commands(CLI::App& app, Actions& actions);
+// tokenizer train
+void add_tokenizer_command(CLI::App& app, Actions& actions);
 void print_version();
 
 }  // namespace megatron::cli

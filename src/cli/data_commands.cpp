@@ -79,11 +79,16 @@ void add_preprocess(CLI::App& app, Actions& actions) {
   auto* cmd = app.add_subcommand(
       "preprocess", "Tokenize a JSONL corpus into Megatron-LM's indexed dataset format "
                     "({prefix}_{key}_document.bin/.idx)");
+  cmd->footer("Progress goes to standard error; a summary line to standard output.");
   cmd->add_option("--input", args->options.input, "Corpus: .jsonl, .jsonl.gz or .jsonl.zst")->required();
   cmd->add_option("--output-prefix", args->options.output_prefix, "Output path prefix")->required();
   args->tokenizer.add_to(cmd, true);
   cmd->add_option("--json-keys", args->options.json_keys, "JSON keys to tokenize (default: text)");
   cmd->add_flag("--append-eod", args->options.append_eod, "Append the end-of-document token");
+  cmd->add_flag("--split-sentences", args->options.split_sentences,
+                "One sequence per sentence; writes {prefix}_{key}_sentence.bin/.idx");
+  cmd->add_flag("--keep-newlines", args->options.keep_newlines,
+                "With --split-sentences: a newline also ends a sentence");
   cmd->add_option("--workers", args->options.workers, "Tokenizing threads")->check(CLI::PositiveNumber);
   cmd->add_flag("--skip-bad-lines", args->options.skip_bad_lines,
                 "Skip and count lines that are not JSON or lack a key, instead of stopping");

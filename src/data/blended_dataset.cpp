@@ -25,8 +25,8 @@ std::vector<double> normalize_weights(std::span<const double> weights) {
 }
 
 BlendingIndices build_blending_indices(std::span<const double> weights, int64_t size) {
-  if (weights.empty() || weights.size() > static_cast<std::size_t>(
-                                              std::numeric_limits<int16_t>::max()))
+  if (weights.empty() ||
+      weights.size() > static_cast<std::size_t>(std::numeric_limits<int16_t>::max()))
     throw std::invalid_argument("build_blending_indices: 1 to 32767 datasets");
   BlendingIndices out;
   out.dataset_index.resize(static_cast<std::size_t>(size));
@@ -61,9 +61,10 @@ BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const GptSampleSource
   for (const int16_t d : indices_.dataset_index) ++needed[d];
   for (std::size_t d = 0; d < datasets_.size(); ++d)
     if (needed[d] > datasets_[d]->size())
-      throw RuntimeFailure(fmt::format("blended dataset {} holds {} samples but the blend of {} "
-                                       "needs {} of them",
-                                       d, datasets_[d]->size(), size, needed[d]));
+      throw RuntimeFailure(
+          fmt::format("blended dataset {} holds {} samples but the blend of {} "
+                      "needs {} of them",
+                      d, datasets_[d]->size(), size, needed[d]));
 }
 
 BlendedDataset::Source BlendedDataset::source(int64_t i) const {

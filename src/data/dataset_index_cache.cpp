@@ -1,12 +1,12 @@
 #include "data/dataset_index_cache.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <atomic>
 #include <cerrno>
@@ -24,8 +24,8 @@ constexpr uint64_t kHeaderWords = 4;  // magic, version, description bytes, arra
 uint64_t padded(uint64_t bytes) { return (bytes + 7) / 8 * 8; }
 
 [[noreturn]] void io_failure(const std::string& what, const fs::path& path) {
-  throw RuntimeFailure(fmt::format("cannot {} index cache '{}': {}", what, path.string(),
-                                   std::strerror(errno)));
+  throw RuntimeFailure(
+      fmt::format("cannot {} index cache '{}': {}", what, path.string(), std::strerror(errno)));
 }
 
 void write_all(int fd, const void* data, std::size_t bytes, const fs::path& path) {
@@ -73,8 +73,7 @@ void write_index_cache(const fs::path& path, std::string_view description,
                        std::span<const std::span<const int64_t>> arrays) {
   // Unique per process and call, so concurrent writers never share a temporary file.
   static std::atomic<uint64_t> counter{0};
-  const fs::path temp =
-      path.string() + fmt::format(".tmp-{}-{}", ::getpid(), counter.fetch_add(1));
+  const fs::path temp = path.string() + fmt::format(".tmp-{}-{}", ::getpid(), counter.fetch_add(1));
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) io_failure("create", temp);
   try {
@@ -101,8 +100,7 @@ void write_index_cache(const fs::path& path, std::string_view description,
   }
 }
 
-std::optional<MappedIndexCache> load_index_cache(const fs::path& path,
-                                                 std::string_view description,
+std::optional<MappedIndexCache> load_index_cache(const fs::path& path, std::string_view description,
                                                  std::size_t array_count, std::string* why) {
   auto miss = [&](std::string reason) -> std::optional<MappedIndexCache> {
     if (why) *why = std::move(reason);
@@ -143,8 +141,7 @@ std::optional<MappedIndexCache> load_index_cache(const fs::path& path,
     if (lengths[i] > size / 8) return miss("array length larger than the file");
     expected += 8 * lengths[i];
   }
-  if (size != expected)
-    return miss(fmt::format("{} bytes, the header implies {}", size, expected));
+  if (size != expected) return miss(fmt::format("{} bytes, the header implies {}", size, expected));
   const std::string_view stored(reinterpret_cast<const char*>(bytes + fixed), description_bytes);
   if (stored != description) return miss("built for a different description");
 
@@ -162,15 +159,21 @@ CacheBuildLock::CacheBuildLock(const fs::path& path) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) io_failure("create the lock for", path);
   while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      ::close(fd_);
-      io_failure("lock", path);
+    if (errno == EINTR) continue;
+    // Filesystems without flock (Lustre mounted without -o flock): go on unlocked. The worst
+    // case is several processes building identical files, and the atomic rename makes that safe.
+    if (errno == ENOSYS || errno == EOPNOTSUPP || errno == ENOLCK) {
+      spdlog::debug("no flock on '{}' ({}); building without the lock", path.string(),
+                    std::strerror(errno));
+      break;
     }
+    ::close(fd_);
+    io_failure("lock", path);
   }
 }
 
 CacheBuildLock::~CacheBuildLock() {
-  ::flock(fd_, LOCK_UN);
+  ::flock(fd_, LOCK_UN);  // harmless when the lock was never taken
   ::close(fd_);
 }
 

@@ -48,7 +48,7 @@ std::optional<MappedIndexCache> load_index_cache(const std::filesystem::path& pa
 
 // An exclusive advisory lock (flock) on `path`, created if needed, held until destruction. The
 // process that gets it first builds the cache; the others block here and then find the file.
-// flock is reliable on local filesystems and modern NFS; see docs/datasets.md.
+// Where the filesystem has no flock the lock is skipped (see docs/datasets.md).
 class CacheBuildLock {
  public:
   explicit CacheBuildLock(const std::filesystem::path& path);

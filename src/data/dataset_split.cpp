@@ -12,9 +12,12 @@ namespace megatron::data {
 
 const char* split_name(Split split) {
   switch (split) {
-    case Split::Train: return "train";
-    case Split::Valid: return "valid";
-    case Split::Test: return "test";
+    case Split::Train:
+      return "train";
+    case Split::Valid:
+      return "valid";
+    case Split::Test:
+      return "test";
   }
   return "unknown";
 }
@@ -28,9 +31,10 @@ std::string_view trim(std::string_view s) {
 }
 
 [[noreturn]] void bad_split(std::string_view split, std::string_view why) {
-  throw UserError(fmt::format("data split '{}' {}; write up to three non-negative "
-                              "train,valid,test proportions such as \"969,30,1\"",
-                              split, why));
+  throw UserError(
+      fmt::format("data split '{}' {}; write up to three non-negative "
+                  "train,valid,test proportions such as \"969,30,1\"",
+                  split, why));
 }
 
 // Python's round() on a float: halves go to the even neighbour. nearbyint would follow the
@@ -70,7 +74,7 @@ std::array<double, 3> parse_split(std::string_view split) {
 }
 
 std::array<std::optional<DocumentRange>, 3> split_document_ranges(std::string_view split,
-                                                                   int64_t num_documents) {
+                                                                  int64_t num_documents) {
   const std::array<double, 3> fractions = parse_split(split);
   std::array<std::optional<DocumentRange>, 3> ranges;
   // Cumulative sums in the same order as Megatron, so the floating-point bounds are identical.

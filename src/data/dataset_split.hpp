@@ -37,6 +37,6 @@ std::array<double, 3> parse_split(std::string_view split);
 // (blended_megatron_dataset_builder: convert_split_vector_to_split_matrix, then rounding).
 // A split with a positive fraction can still be empty when the dataset is small.
 std::array<std::optional<DocumentRange>, 3> split_document_ranges(std::string_view split,
-                                                                   int64_t num_documents);
+                                                                  int64_t num_documents);
 
 }  // namespace megatron::data

@@ -32,8 +32,7 @@ GptDataset::GptDataset(std::shared_ptr<const IndexedDataset> data, Split split,
 
   const GptIndexParams params{
       .seq_length = config_.seq_length, .num_samples = num_samples, .seed = config_.seed};
-  const auto dir =
-      config_.cache_dir.empty() ? default_index_cache_dir(prefix) : config_.cache_dir;
+  const auto dir = config_.cache_dir.empty() ? default_index_cache_dir(prefix) : config_.cache_dir;
   CachedGptIndices cached = load_or_build_gpt_indices(*data_, split_, documents_, params, dir);
   indices_ = std::move(cached.indices);
   cache_path_ = std::move(cached.path);
@@ -41,8 +40,7 @@ GptDataset::GptDataset(std::shared_ptr<const IndexedDataset> data, Split split,
 }
 
 std::vector<int32_t> GptDataset::window(int64_t i) const {
-  if (i < 0 || i >= size())
-    throw std::out_of_range(fmt::format("GPT sample {} of {}", i, size()));
+  if (i < 0 || i >= size()) throw std::out_of_range(fmt::format("GPT sample {} of {}", i, size()));
   const int64_t k = indices_.shuffle_index[i];
   const int64_t first_position = indices_.sample_index[2 * k];
   const int64_t first_offset = indices_.sample_index[2 * k + 1];
@@ -62,10 +60,10 @@ std::vector<int32_t> GptDataset::window(int64_t i) const {
     }
   }
   if (static_cast<int64_t>(tokens.size()) != config_.seq_length + 1)
-    throw RuntimeFailure(fmt::format("dataset '{}': sample {} has {} tokens, expected {}; the "
-                                     "index cache '{}' does not fit the data, delete it",
-                                     data_->prefix(), i, tokens.size(), config_.seq_length + 1,
-                                     cache_path_.string()));
+    throw RuntimeFailure(fmt::format(
+        "dataset '{}': sample {} has {} tokens, expected {}; the "
+        "index cache '{}' does not fit the data, delete it",
+        data_->prefix(), i, tokens.size(), config_.seq_length + 1, cache_path_.string()));
   return tokens;
 }
 

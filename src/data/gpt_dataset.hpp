@@ -21,10 +21,10 @@ namespace megatron::data {
 
 // What Megatron's GPTDatasetConfig holds for one dataset (the blend lives elsewhere).
 struct GptDatasetConfig {
-  int64_t seq_length = 0;            // S
-  uint64_t seed = 1234;              // the training seed
-  GptSampleOptions sample;           // EOD handling for loss mask, positions, attention
-  std::filesystem::path cache_dir;   // index caches; empty: default_index_cache_dir(prefix)
+  int64_t seq_length = 0;           // S
+  uint64_t seed = 1234;             // the training seed
+  GptSampleOptions sample;          // EOD handling for loss mask, positions, attention
+  std::filesystem::path cache_dir;  // index caches; empty: default_index_cache_dir(prefix)
 };
 
 class GptDataset final : public GptSampleSource {

@@ -10,7 +10,9 @@
 
 namespace megatron::data {
 
-int64_t BlendSizes::total() const { return std::accumulate(target.begin(), target.end(), int64_t{0}); }
+int64_t BlendSizes::total() const {
+  return std::accumulate(target.begin(), target.end(), int64_t{0});
+}
 
 BlendSizes blend_sizes(std::span<const double> normalized_weights, int64_t size, double surplus) {
   BlendSizes out;
@@ -59,9 +61,10 @@ std::array<std::shared_ptr<const GptSampleSource>, 3> build_gpt_datasets(
     } else {
       // Megatron's unweighted blend: one epoch of each, weighed by size, capped at the need.
       if (!sizes[s])
-        throw UserError(fmt::format("an unweighted blend of several datasets needs a sample "
-                                    "count for the {} split",
-                                    split_name(split)));
+        throw UserError(
+            fmt::format("an unweighted blend of several datasets needs a sample "
+                        "count for the {} split",
+                        split_name(split)));
       std::vector<double> weights;
       int64_t available = 0;
       for (std::size_t d = 0; d < data.size(); ++d) {

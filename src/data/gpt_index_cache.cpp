@@ -1,9 +1,8 @@
 #include "data/gpt_index_cache.hpp"
 
-#include <sys/stat.h>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <cerrno>
@@ -56,14 +55,13 @@ std::string gpt_index_description(const IndexedDataset& dataset, Split split,
       "shuffle: mt19937_64 Fisher-Yates\n",
       kGptIndexAlgorithmVersion, kIndexCacheVersion,
       fs::absolute(dataset.prefix()).lexically_normal().string(), idx.bytes, idx.mtime_s,
-      idx.mtime_ns, bin.bytes, split_name(split), documents.begin, documents.end,
-      params.seq_length,
+      idx.mtime_ns, bin.bytes, split_name(split), documents.begin, documents.end, params.seq_length,
       params.num_samples ? std::to_string(*params.num_samples) : std::string("one epoch"),
       params.seed);
 }
 
-fs::path gpt_index_cache_path(const fs::path& cache_dir, const IndexedDataset& dataset,
-                              Split split, std::string_view description) {
+fs::path gpt_index_cache_path(const fs::path& cache_dir, const IndexedDataset& dataset, Split split,
+                              std::string_view description) {
   return cache_dir / fmt::format("{}-{}-{}.gptidx", fs::path(dataset.prefix()).filename().string(),
                                  split_name(split), description_hash(description));
 }
@@ -116,13 +114,15 @@ CachedGptIndices load_or_build_gpt_indices(const IndexedDataset& dataset, Split 
   std::error_code ec;
   fs::create_directories(cache_dir, ec);
   if (ec)
-    throw UserError(fmt::format("cannot create the dataset index cache directory '{}': {}; "
-                                "point the data cache at a writable directory",
-                                cache_dir.string(), ec.message()));
+    throw UserError(
+        fmt::format("cannot create the dataset index cache directory '{}': {}; "
+                    "point the data cache at a writable directory",
+                    cache_dir.string(), ec.message()));
   // Whoever holds the lock builds; the rest wait on it, then find the finished file.
   const CacheBuildLock lock(path.string() + ".lock");
   std::string why;
-  if (auto indices = load_gpt_indices(path, description, &why)) return {*std::move(indices), path, false};
+  if (auto indices = load_gpt_indices(path, description, &why))
+    return {*std::move(indices), path, false};
   if (fs::exists(path)) spdlog::warn("rebuilding dataset index cache '{}': {}", path.string(), why);
 
   const auto start = std::chrono::steady_clock::now();
@@ -131,13 +131,13 @@ CachedGptIndices load_or_build_gpt_indices(const IndexedDataset& dataset, Split 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("built {} indices for '{}': {} samples over {} epoch(s) in {:.3f} s -> {}",
-               split_name(split), dataset.prefix(), built.samples(), built.plan.num_epochs,
-               seconds, path.string());
+               split_name(split), dataset.prefix(), built.samples(), built.plan.num_epochs, seconds,
+               path.string());
   // Serve from the mapped file like every later run does, so both paths are the same code.
   auto mapped = load_gpt_indices(path, description, &why);
   if (!mapped)
-    throw RuntimeFailure(fmt::format("index cache '{}' unreadable right after writing: {}",
-                                     path.string(), why));
+    throw RuntimeFailure(
+        fmt::format("index cache '{}' unreadable right after writing: {}", path.string(), why));
   return {*std::move(mapped), path, true};
 }
 

@@ -123,9 +123,8 @@ GptIndices build_gpt_indices(std::span<const int32_t> sequence_lengths, Document
   owned->sample_index =
       build_sample_index(sequence_lengths, owned->document_index, params.seq_length);
   const auto samples = static_cast<int64_t>(owned->sample_index.size() / 2) - 1;
-  owned->shuffle_index =
-      build_shuffle_index(plan.separate_final_epoch ? plan.samples_before_final_epoch : samples,
-                          samples, rng);
+  owned->shuffle_index = build_shuffle_index(
+      plan.separate_final_epoch ? plan.samples_before_final_epoch : samples, samples, rng);
   return GptIndices{.plan = plan,
                     .document_index = owned->document_index,
                     .sample_index = owned->sample_index,

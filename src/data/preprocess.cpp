@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "data/indexed_dataset.hpp"
 #include "data/line_reader.hpp"
+#include "data/sentence_splitter.hpp"
 
 namespace megatron::data {
 namespace {
@@ -83,14 +84,18 @@ void tokenize_line(const std::string& line, const PreprocessOptions& options,
       doc.error = std::string("not valid JSON: ") + simdjson::error_message(status);
       return;
     }
+    // A document is a list of sentences: the whole text, the text split into sentences
+    // (--split-sentences), or a JSON list of strings already split (Megatron's convention).
+    std::vector<std::string> owned;
     std::vector<std::string_view> sentences;
     std::string_view text;
     simdjson::ondemand::array array;
     if (!value.get_string().get(text)) {
-      sentences.push_back(text);
+      if (options.split_sentences)
+        sentences = split_sentences(text, options.keep_newlines);
+      else
+        sentences.push_back(text);
     } else if (!value.get_array().get(array)) {
-      // A list of strings is a document already split into sentences (Megatron's convention).
-      std::vector<std::string> owned;
       for (auto item : array) {
         std::string_view s;
         if (item.get_string().get(s)) {
@@ -99,31 +104,22 @@ void tokenize_line(const std::string& line, const PreprocessOptions& options,
         }
         owned.emplace_back(s);
       }
-      auto& ids = doc.ids[k];
-      for (const auto& s : owned) {
-        auto sentence = tokenizer.encode(s);
-        if (sentence.empty()) continue;
-        ids.insert(ids.end(), sentence.begin(), sentence.end());
-        doc.sentence_lengths[k].push_back(static_cast<int32_t>(sentence.size()));
-      }
-      if (!ids.empty() && options.append_eod && eod) {
-        ids.push_back(*eod);
-        ++doc.sentence_lengths[k].back();
-      }
-      continue;
+      sentences.assign(owned.begin(), owned.end());
     } else {
       doc.error = "key '" + key + "' is not a string";
       return;
     }
-    auto ids = tokenizer.encode(sentences.front());
-    if (!ids.empty()) {
-      doc.sentence_lengths[k].push_back(static_cast<int32_t>(ids.size()));
-      if (options.append_eod && eod) {
-        ids.push_back(*eod);
-        ++doc.sentence_lengths[k].back();
-      }
+    auto& ids = doc.ids[k];
+    for (const auto& sentence_text : sentences) {
+      const auto sentence = tokenizer.encode(sentence_text);
+      if (sentence.empty()) continue;
+      ids.insert(ids.end(), sentence.begin(), sentence.end());
+      doc.sentence_lengths[k].push_back(static_cast<int32_t>(sentence.size()));
     }
-    doc.ids[k] = std::move(ids);
+    if (!ids.empty() && options.append_eod && eod) {
+      ids.push_back(*eod);
+      ++doc.sentence_lengths[k].back();
+    }
   }
 }
 
@@ -277,7 +273,8 @@ PreprocessSummary preprocess(const PreprocessOptions& options, const Tokenizer& 
   const TokenType type = optimal_token_type(tokenizer.vocab_size());
   std::vector<std::unique_ptr<IndexedDatasetWriter>> writers;
   for (const auto& key : options.json_keys) {
-    summary.outputs.push_back(options.output_prefix + "_" + key + "_document");
+    summary.outputs.push_back(options.output_prefix + "_" + key +
+                              (options.split_sentences ? "_sentence" : "_document"));
     writers.push_back(std::make_unique<IndexedDatasetWriter>(summary.outputs.back(), type));
   }
 

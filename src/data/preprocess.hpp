@@ -13,9 +13,11 @@ namespace megatron::data {
 
 struct PreprocessOptions {
   std::string input;                          // .jsonl, .jsonl.gz or .jsonl.zst
-  std::string output_prefix;                  // writes {prefix}_{key}_document.bin/.idx
+  std::string output_prefix;  // writes {prefix}_{key}_document (or _sentence) .bin/.idx
   std::vector<std::string> json_keys{"text"};
   bool append_eod = false;
+  bool split_sentences = false;               // one sequence per sentence (BERT-style data)
+  bool keep_newlines = false;                 // with split_sentences: newlines end sentences
   int workers = 1;
   bool skip_bad_lines = false;
   int64_t batch_bytes = 4 << 20;              // input bytes per unit of work

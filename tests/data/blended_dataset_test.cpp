@@ -1,10 +1,11 @@
 // Blending datasets by weight: Megatron's greedy schedule (exact on a worked example, within
 // 1% over 10,000 samples), the per-dataset sample budget, and blends built from a data spec.
+#include "data/blended_dataset.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "data/blended_dataset.hpp"
 #include "data/gpt_dataset_builder.hpp"
 #include "gpt_test_data.hpp"
 
@@ -66,18 +67,18 @@ TEST(BlendedDataset, EveryDatasetIsReadInOrderFromItsFirstSample) {
 }
 
 TEST(BlendedDataset, SampleIComesFromTheScheduledDatasetAndSample) {
-  const BlendedDataset blend({std::make_shared<TaggedSamples>(1, 50),
-                              std::make_shared<TaggedSamples>(2, 50)},
-                             std::vector<double>{3, 1}, 8);
+  const BlendedDataset blend(
+      {std::make_shared<TaggedSamples>(1, 50), std::make_shared<TaggedSamples>(2, 50)},
+      std::vector<double>{3, 1}, 8);
   std::vector<int32_t> tokens;
   for (int64_t i = 0; i < blend.size(); ++i) tokens.push_back(blend.sample(i).tokens[0]);
   EXPECT_THAT(tokens, ElementsAre(1000, 2000, 1001, 1002, 1003, 2001, 1004, 1005));
 }
 
 TEST(BlendedDataset, ABlendNeedingMoreThanADatasetHoldsIsRefused) {
-  EXPECT_THROW(BlendedDataset({std::make_shared<TaggedSamples>(1, 2),
-                               std::make_shared<TaggedSamples>(2, 100)},
-                              std::vector<double>{1, 1}, 10),
+  EXPECT_THROW(BlendedDataset(
+                   {std::make_shared<TaggedSamples>(1, 2), std::make_shared<TaggedSamples>(2, 100)},
+                   std::vector<double>{1, 1}, 10),
                RuntimeFailure);
 }
 
@@ -104,8 +105,7 @@ class BlendedBuilderData : public ::testing::Test {
 };
 
 TEST_F(BlendedBuilderData, OnePrefixWithoutWeightsIsAPlainDatasetPerSplit) {
-  const auto splits = build_gpt_datasets({.prefixes = {a}, .split = "8,2,0"},
-                                         {100, 10, 5}, config);
+  const auto splits = build_gpt_datasets({.prefixes = {a}, .split = "8,2,0"}, {100, 10, 5}, config);
   const auto* train = dynamic_cast<const GptDataset*>(splits[0].get());
   ASSERT_NE(train, nullptr);
   EXPECT_EQ(train->documents(), (DocumentRange{0, 24}));
@@ -115,9 +115,9 @@ TEST_F(BlendedBuilderData, OnePrefixWithoutWeightsIsAPlainDatasetPerSplit) {
 }
 
 TEST_F(BlendedBuilderData, AWeightedBlendDrawsEachDatasetInProportion) {
-  const auto splits = build_gpt_datasets({.prefixes = {a, b}, .weights = {0.7, 0.3},
-                                          .split = "1,0,0"},
-                                         {1000, std::nullopt, std::nullopt}, config);
+  const auto splits =
+      build_gpt_datasets({.prefixes = {a, b}, .weights = {0.7, 0.3}, .split = "1,0,0"},
+                         {1000, std::nullopt, std::nullopt}, config);
   const auto& train = *splits[0];
   ASSERT_EQ(train.size(), 1000);
   int from_b = 0;
@@ -149,7 +149,8 @@ TEST_F(BlendedBuilderData, AnUnweightedBlendWeighsDatasetsByTheirSize) {
   // blend is capped at 49 and takes each dataset whole.
   ASSERT_EQ(splits[0]->size(), 49);
   int from_small = 0;
-  for (int64_t i = 0; i < splits[0]->size(); ++i) from_small += splits[0]->sample(i).tokens[0] > 2000;
+  for (int64_t i = 0; i < splits[0]->size(); ++i)
+    from_small += splits[0]->sample(i).tokens[0] > 2000;
   EXPECT_EQ(from_small, 12);
 }
 

@@ -1,9 +1,10 @@
 // The split string "969,30,1" as Megatron-Core applies it: normalised fractions, then
 // cumulative bounds rounded half-to-even over the documents.
+#include "data/dataset_split.hpp"
+
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "data/dataset_split.hpp"
 
 namespace megatron::data {
 namespace {

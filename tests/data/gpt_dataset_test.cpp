@@ -1,5 +1,7 @@
 // GptDataset over real (tiny) indexed datasets: windows across documents, coverage of an epoch,
 // index caching (reuse, rebuild of damaged files) and exact resumption at any sample.
+#include "data/gpt_dataset.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +12,6 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "data/gpt_dataset.hpp"
 #include "data/gpt_index_cache.hpp"
 #include "gpt_test_data.hpp"
 
@@ -50,7 +51,8 @@ TEST(GptDatasetWindows, WindowsCrossDocumentBoundariesInDocumentIndexOrder) {
   }
   ASSERT_EQ(ds.size(), 2);  // (10 - 1) / 4
   std::vector<std::vector<int32_t>> expected, windows;
-  for (int64_t k = 0; k < 2; ++k) expected.emplace_back(flat.begin() + 4 * k, flat.begin() + 4 * k + 5);
+  for (int64_t k = 0; k < 2; ++k)
+    expected.emplace_back(flat.begin() + 4 * k, flat.begin() + 4 * k + 5);
   for (int64_t i = 0; i < 2; ++i) windows.push_back(ds.window(i));
   std::sort(expected.begin(), expected.end());
   std::sort(windows.begin(), windows.end());
@@ -112,7 +114,8 @@ TEST(GptDatasetCoverage, ASplitOnlySeesItsOwnDocuments) {
 
 TEST(GptDatasetOrder, SameSeedSameOrderOtherSeedOtherOrder) {
   test_support::TempDir dir;
-  const auto data = open_dataset(write_documents(dir, "d", numbered_documents(std::vector<int>(40, 9))));
+  const auto data =
+      open_dataset(write_documents(dir, "d", numbered_documents(std::vector<int>(40, 9))));
   auto order = [&](uint64_t seed) {
     const GptDataset ds(data, Split::Train, {0, 40}, 100, config_in(dir, 8, seed));
     std::vector<std::vector<int32_t>> out;
@@ -142,8 +145,8 @@ TEST(GptDatasetCache, TheFileIsNamedByDatasetSplitAndHashAndLeavesNoTemporaries)
   test_support::TempDir dir;
   const auto data = open_dataset(write_documents(dir, "corpus", numbered_documents({5, 8})));
   const GptDataset ds(data, Split::Test, {0, 2}, 2, config_in(dir, 4));
-  EXPECT_THAT(ds.cache_path().filename().string(), ::testing::MatchesRegex(
-                                                       "corpus-test-[0-9a-f]{16}\\.gptidx"));
+  EXPECT_THAT(ds.cache_path().filename().string(),
+              ::testing::MatchesRegex("corpus-test-[0-9a-f]{16}\\.gptidx"));
   std::set<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir.path() / "cache"))
     names.insert(entry.path().filename().string());

@@ -1,5 +1,7 @@
 // The document, sample and shuffle indices of a GPT split, checked against hand-worked
 // examples and against their defining properties (coverage, multiplicity, determinism).
+#include "data/gpt_indices.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <map>
 #include <numeric>
 
-#include "data/gpt_indices.hpp"
 #include "data/seeded_shuffle.hpp"
 
 namespace megatron::data {
@@ -117,7 +118,7 @@ TEST(GptDatasetIndices, EachSampleIsTheWindowAtKTimesSOfTheShuffledDocuments) {
   const std::vector<int32_t> lengths{5, 1, 9, 3, 0, 7, 2, 11};
   const GptIndexParams params{.seq_length = 4, .num_samples = 20, .seed = 11};
   const GptIndices idx = build_gpt_indices(lengths, {1, 8}, params);
-  ASSERT_EQ(idx.plan.num_epochs, 3);  // 33 tokens per epoch, 81 needed
+  ASSERT_EQ(idx.plan.num_epochs, 3);              // 33 tokens per epoch, 81 needed
   std::vector<std::pair<int64_t, int64_t>> flat;  // (document-index position, offset)
   for (std::size_t p = 0; p < idx.document_index.size(); ++p)
     for (int32_t t = 0; t < lengths[idx.document_index[p]]; ++t)
@@ -141,10 +142,9 @@ TEST(GptDatasetIndices, SameSeedSameIndicesOtherSeedOtherOrder) {
   GptIndexParams other = params;
   other.seed = 1235;
   const GptIndices c = build_gpt_indices(lengths, {0, 50}, other);
-  EXPECT_FALSE(std::equal(a.document_index.begin(), a.document_index.end(),
-                          c.document_index.begin()));
-  EXPECT_FALSE(std::equal(a.shuffle_index.begin(), a.shuffle_index.end(),
-                          c.shuffle_index.begin()));
+  EXPECT_FALSE(
+      std::equal(a.document_index.begin(), a.document_index.end(), c.document_index.begin()));
+  EXPECT_FALSE(std::equal(a.shuffle_index.begin(), a.shuffle_index.end(), c.shuffle_index.begin()));
 }
 
 TEST(GptDatasetShuffle, APermutationIsFixedForAGivenSeed) {

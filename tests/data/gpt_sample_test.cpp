@@ -1,9 +1,9 @@
 // Turning an S + 1 token window into a GPT sample: labels, loss mask, position ids and
 // document boundaries under Megatron's three EOD options. EOD is token 0 throughout.
+#include "data/gpt_sample.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "data/gpt_sample.hpp"
 
 namespace megatron::data {
 namespace {
@@ -42,15 +42,15 @@ TEST(GptDatasetSample, ResetPositionIdsRestartsAfterEachEod) {
 }
 
 TEST(GptDatasetSample, ResetAttentionMaskRecordsWhereEachDocumentStarts) {
-  const GptSample s = make_gpt_sample(std::vector<int32_t>{0, 5, 0, 6, 0, 7},
-                                      {.reset_attention_mask = true});
+  const GptSample s =
+      make_gpt_sample(std::vector<int32_t>{0, 5, 0, 6, 0, 7}, {.reset_attention_mask = true});
   EXPECT_THAT(s.document_starts, ElementsAre(0, 1, 3));  // the EOD at position 4 is last
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 2, 3, 4));
 }
 
 TEST(GptDatasetSample, TheEodTokenIsConfigurable) {
-  const GptSample s = make_gpt_sample(kWindow, {.eod_token = 7, .eod_mask_loss = true,
-                                                .reset_position_ids = true});
+  const GptSample s =
+      make_gpt_sample(kWindow, {.eod_token = 7, .eod_mask_loss = true, .reset_position_ids = true});
   EXPECT_THAT(s.loss_mask, ElementsAre(1.0f, 1.0f, 1.0f, 0.0f));
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 2, 3));
 }

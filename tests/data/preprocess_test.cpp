@@ -192,3 +192,23 @@ TEST_F(Preprocess, WindowsLineEndingsAndAMissingFinalNewlineAreFine) {
 
 }  // namespace
 }  // namespace megatron::data
+
+namespace megatron::data {
+namespace {
+
+TEST_F(Preprocess, SplitSentencesWritesOneSequencePerSentence) {
+  PreprocessOptions options;
+  options.split_sentences = true;
+  options.append_eod = true;
+  const auto s = run("{\"text\": \"w5 w6. Ok w7! Ok w8\"}\n", options);
+  ASSERT_EQ(s.outputs.size(), 1u);
+  EXPECT_EQ(s.outputs[0], out("_text_sentence"));
+  const IndexedDataset ds(out("_text_sentence"));
+  EXPECT_EQ(ds.documents(), 1);
+  // "w5 w6." / "Ok w7!" / "Ok w8" + eod ("Ok" is token 1).
+  EXPECT_THAT(ds.sequence_lengths(), ElementsAre(2, 2, 3));
+  EXPECT_THAT(ds.tokens(2), ElementsAre(1, 8, 0));
+}
+
+}  // namespace
+}  // namespace megatron::data

@@ -1,0 +1,113 @@
+// `megatron tokenizer train`: learns a byte-level BPE vocabulary from JSONL text and writes it
+// as GPT-2's vocab.json + merges.txt, ready for --tokenizer gpt2-bpe.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "data/bpe_trainer.hpp"
+#include "data/bpe_word_counts.hpp"
+#include "data/gpt2_bpe_writer.hpp"
+
+namespace megatron::cli {
+namespace {
+
+// Progress on stderr: a live line on a terminal, a line every 10 s in logs.
+class ProgressLine {
+ public:
+  void operator()(const std::string& text, double seconds) {
+    if (!tty_ && seconds - last_printed_ < 10) return;
+    last_printed_ = seconds;
+    std::cerr << (tty_ ? "\r" : "") << text << (tty_ ? "\033[K" : "\n") << std::flush;
+  }
+  void end() const {
+    if (tty_) std::cerr << "\n";
+  }
+
+ private:
+  bool tty_ = ::isatty(STDERR_FILENO) != 0;
+  double last_printed_ = -10;
+};
+
+void add_train(CLI::App& group, Actions& actions) {
+  struct Args {
+    data::WordCountOptions counting;
+    data::BpeTrainOptions training;
+    std::string output_dir;
+    bool force = false;
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = group.add_subcommand(
+      "train", "Train a byte-level BPE tokenizer on JSONL text; writes GPT-2's vocab.json and "
+               "merges.txt (256 byte tokens, the merges, then <|endoftext|>)");
+  cmd->add_option("--input", args->counting.inputs,
+                  "Corpus: .jsonl, .jsonl.gz or .jsonl.zst (repeat for several files)")
+      ->required();
+  cmd->add_option("--json-key", args->counting.json_key, "Key holding the text (default: text)");
+  cmd->add_option("--vocab-size", args->training.vocab_size,
+                  "Tokens in all, with the 256 bytes and <|endoftext|> (at least 257)")
+      ->required();
+  cmd->add_option("--output-dir", args->output_dir, "Directory for vocab.json and merges.txt")
+      ->required();
+  cmd->add_option("--min-frequency", args->training.min_frequency,
+                  "Merge only pairs seen at least this often (default: 2)");
+  cmd->add_option("--workers", args->counting.workers,
+                  "Threads that read and pre-tokenize the input; the result is the same for any")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--force", args->force, "Replace vocab.json and merges.txt if they exist");
+  cmd->add_flag("--quiet", args->quiet, "No progress line");
+  actions.emplace_back(cmd, [args] {
+    // Refuse what can be refused before reading a possibly large corpus.
+    data::check_bpe_train_options(args->training);
+    data::check_gpt2_bpe_destination(args->output_dir, args->force);
+    const auto start = std::chrono::steady_clock::now();
+    ProgressLine line;
+    std::function<void(const data::WordCountProgress&)> on_count;
+    std::function<void(const data::BpeTrainProgress&)> on_merge;
+    if (!args->quiet) {
+      on_count = [&line](const data::WordCountProgress& p) {
+        const double fraction = p.input_size ? double(p.input_bytes) / double(p.input_size) : 0;
+        line(fmt::format("tokenizer train: counting words {:5.1f}%, {} documents, {:.1f} MB/s",
+                         100 * fraction, p.documents, p.input_bytes / 1e6 / std::max(p.seconds, 1e-9)),
+             p.seconds);
+      };
+      on_merge = [&line](const data::BpeTrainProgress& p) {
+        line(fmt::format("tokenizer train: {} merges, {}/{} tokens, {:.0f} merges/s", p.merges,
+                         p.tokens, p.target_tokens, p.merges / std::max(p.seconds, 1e-9)),
+             p.seconds);
+      };
+    }
+    const data::WordCountSummary counts = data::count_words(args->counting, on_count);
+    const data::BpeVocabulary vocabulary = data::train_bpe(counts.words, args->training, on_merge);
+    if (!args->quiet) line.end();
+    const data::Gpt2BpeFiles files = data::write_gpt2_bpe(vocabulary, args->output_dir, args->force);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << fmt::format(
+        "trained a vocabulary of {} tokens ({} merges) from {} distinct words ({} in all, {} "
+        "documents) in {:.2f} s\n",
+        files.vocab_size, vocabulary.merges.size(), counts.words.size(), counts.total_words,
+        counts.documents, seconds);
+    if (files.vocab_size < args->training.vocab_size) {
+      std::cout << fmt::format(
+          "stopped short of {} tokens: no pair left that occurs at least {} times\n",
+          args->training.vocab_size, args->training.min_frequency);
+    }
+    std::cout << "wrote " << files.vocab_json << " and " << files.merges_txt << "\n";
+  });
+}
+
+}  // namespace
+
+void add_tokenizer_command(CLI::App& app, Actions& actions) {
+  auto* group = app.add_subcommand("tokenizer", "Train tokenizers");
+  group->require_subcommand(0, 1);
+  add_train(*group, actions);
+}
+
+}  // namespace megatron::cli
