@@ -11,6 +11,7 @@
 #include "data/indexed_dataset.hpp"
 #include "data/preprocess.hpp"
 #include "data/word_tokenizer.hpp"
+#include "support/bytes.hpp"
 #include "support/temp_dir.hpp"
 
 namespace megatron::data {
@@ -18,21 +19,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
+using test_support::slurp;
 template <class T>
 std::string le(std::initializer_list<T> values) {
-  std::string out;
-  for (T v : values)
-    for (std::size_t i = 0; i < sizeof(T); ++i)
-      out.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xFF));
-  return out;
+  return test_support::little_endian<T>(values);
 }
 
 class Preprocess : public ::testing::Test {
