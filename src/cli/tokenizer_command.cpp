@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -16,21 +17,20 @@
 namespace megatron::cli {
 namespace {
 
-// Progress on stderr: a live line on a terminal, a line every 10 s in logs.
+// Progress on stderr: a live line on a terminal, a line every 10 s in logs; the last line of
+// each phase always, so that logs keep its totals and rate.
 class ProgressLine {
  public:
-  void operator()(const std::string& text, double seconds) {
-    if (!tty_ && seconds - last_printed_ < 10) return;
+  void operator()(const std::string& text, double seconds, bool last = false) {
+    if (!tty_ && !last && seconds - last_printed_ < 10) return;
     last_printed_ = seconds;
     std::cerr << (tty_ ? "\r" : "") << text << (tty_ ? "\033[K" : "\n") << std::flush;
-  }
-  void end() const {
-    if (tty_) std::cerr << "\n";
+    if (tty_ && last) std::cerr << "\n";
   }
 
  private:
   bool tty_ = ::isatty(STDERR_FILENO) != 0;
-  double last_printed_ = -10;
+  double last_printed_ = 0;  // in logs, a short run prints only its last lines
 };
 
 void add_train(CLI::App& group, Actions& actions) {
@@ -43,8 +43,9 @@ void add_train(CLI::App& group, Actions& actions) {
   };
   auto args = std::make_shared<Args>();
   auto* cmd = group.add_subcommand(
-      "train", "Train a byte-level BPE tokenizer on JSONL text; writes GPT-2's vocab.json and "
-               "merges.txt (256 byte tokens, the merges, then <|endoftext|>)");
+      "train",
+      "Train a byte-level BPE tokenizer on JSONL text; writes GPT-2's vocab.json and "
+      "merges.txt (256 byte tokens, the merges, then <|endoftext|>)");
   cmd->add_option("--input", args->counting.inputs,
                   "Corpus: .jsonl, .jsonl.gz or .jsonl.zst (repeat for several files)")
       ->required();
@@ -66,28 +67,42 @@ void add_train(CLI::App& group, Actions& actions) {
     data::check_bpe_train_options(args->training);
     data::check_gpt2_bpe_destination(args->output_dir, args->force);
     const auto start = std::chrono::steady_clock::now();
+    auto since = [](auto t) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
     ProgressLine line;
+    auto show_count = [&line](const data::WordCountProgress& p, bool last) {
+      const double fraction = p.input_size ? double(p.input_bytes) / double(p.input_size) : 0;
+      line(
+          fmt::format("tokenizer train: counting words {:5.1f}%, {} documents, {:.1f} MB/s",
+                      100 * fraction, p.documents, p.input_bytes / 1e6 / std::max(p.seconds, 1e-9)),
+          p.seconds, last);
+    };
+    auto show_merges = [&line](const data::BpeTrainProgress& p, bool last) {
+      line(fmt::format("tokenizer train: {} merges, {}/{} tokens, {:.0f} merges/s", p.merges,
+                       p.tokens, p.target_tokens, p.merges / std::max(p.seconds, 1e-9)),
+           p.seconds, last);
+    };
     std::function<void(const data::WordCountProgress&)> on_count;
     std::function<void(const data::BpeTrainProgress&)> on_merge;
     if (!args->quiet) {
-      on_count = [&line](const data::WordCountProgress& p) {
-        const double fraction = p.input_size ? double(p.input_bytes) / double(p.input_size) : 0;
-        line(fmt::format("tokenizer train: counting words {:5.1f}%, {} documents, {:.1f} MB/s",
-                         100 * fraction, p.documents, p.input_bytes / 1e6 / std::max(p.seconds, 1e-9)),
-             p.seconds);
-      };
-      on_merge = [&line](const data::BpeTrainProgress& p) {
-        line(fmt::format("tokenizer train: {} merges, {}/{} tokens, {:.0f} merges/s", p.merges,
-                         p.tokens, p.target_tokens, p.merges / std::max(p.seconds, 1e-9)),
-             p.seconds);
-      };
+      on_count = [&](const data::WordCountProgress& p) { show_count(p, false); };
+      on_merge = [&](const data::BpeTrainProgress& p) { show_merges(p, false); };
     }
     const data::WordCountSummary counts = data::count_words(args->counting, on_count);
+    if (!args->quiet) show_count(counts, true);
+    const auto training_start = std::chrono::steady_clock::now();
     const data::BpeVocabulary vocabulary = data::train_bpe(counts.words, args->training, on_merge);
-    if (!args->quiet) line.end();
-    const data::Gpt2BpeFiles files = data::write_gpt2_bpe(vocabulary, args->output_dir, args->force);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!args->quiet) {
+      show_merges({.merges = static_cast<int64_t>(vocabulary.merges.size()),
+                   .tokens = static_cast<int64_t>(vocabulary.tokens.size()),
+                   .target_tokens = args->training.vocab_size - 1,
+                   .seconds = since(training_start)},
+                  true);
+    }
+    const data::Gpt2BpeFiles files =
+        data::write_gpt2_bpe(vocabulary, args->output_dir, args->force);
+    const double seconds = since(start);
     std::cout << fmt::format(
         "trained a vocabulary of {} tokens ({} merges) from {} distinct words ({} in all, {} "
         "documents) in {:.2f} s\n",

@@ -202,12 +202,12 @@ void check_bpe_train_options(const BpeTrainOptions& options) {
         options.vocab_size));
   }
   if (options.vocab_size > std::numeric_limits<int32_t>::max()) {
-    throw UserError(fmt::format("--vocab-size {} is too large: token ids are 32-bit",
-                                options.vocab_size));
+    throw UserError(
+        fmt::format("--vocab-size {} is too large: token ids are 32-bit", options.vocab_size));
   }
   if (options.min_frequency < 1) {
-    throw UserError(fmt::format("--min-frequency must be at least 1; got {}",
-                                options.min_frequency));
+    throw UserError(
+        fmt::format("--min-frequency must be at least 1; got {}", options.min_frequency));
   }
 }
 

@@ -26,7 +26,9 @@ namespace {
 // and building a std::string for each lookup would cost an allocation per word.
 struct WordHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view word) const { return std::hash<std::string_view>{}(word); }
+  std::size_t operator()(std::string_view word) const {
+    return std::hash<std::string_view>{}(word);
+  }
 };
 using WordMap = std::unordered_map<std::string, int64_t, WordHash, std::equal_to<>>;
 
@@ -66,7 +68,9 @@ struct LineError {
   std::size_t file = 0;
   int64_t line = 0;
   std::string problem;
-  bool operator<(const LineError& o) const { return std::tie(file, line) < std::tie(o.file, o.line); }
+  bool operator<(const LineError& o) const {
+    return std::tie(file, line) < std::tie(o.file, o.line);
+  }
 };
 
 // What one worker has counted. Counts are sums, so adding the workers' maps in any order gives
@@ -153,8 +157,8 @@ class Counter {
       if (t.error && (!first || *t.error < *first)) first = t.error;
     }
     if (first) {
-      throw UserError(fmt::format("{}:{}: {}", options_.inputs[first->file], first->line,
-                                  first->problem));
+      throw UserError(
+          fmt::format("{}:{}: {}", options_.inputs[first->file], first->line, first->problem));
     }
     WordCountSummary summary;
     WordMap all = std::move(tallies_[0].counts);
@@ -185,14 +189,10 @@ class Counter {
           batch.lines.emplace_back(line);
           bytes += static_cast<int64_t>(line.size()) + 1;
         }
-        {
-          std::lock_guard lock(mutex_);
-          bytes_before_ = reader.bytes_read();
-        }
+        bytes_before_ = reader.bytes_read();
         if (!batch.lines.empty() && !submit(std::move(batch))) return finish();
         report();
       }
-      std::lock_guard lock(mutex_);
       bytes_done_ += reader.file_size();
       bytes_before_ = 0;
     }
@@ -254,10 +254,7 @@ class Counter {
     std::lock_guard lock(mutex_);
     return documents_;
   }
-  uint64_t bytes_read() {
-    std::lock_guard lock(mutex_);
-    return bytes_done_ + bytes_before_;
-  }
+  uint64_t bytes_read() const { return bytes_done_ + bytes_before_; }
 
   const WordCountOptions& options_;
   std::vector<std::unique_ptr<LineReader>> readers_;
@@ -270,6 +267,7 @@ class Counter {
   bool reading_done_ = false;
   bool stopped_ = false;  // a worker met a bad line
   int64_t documents_ = 0;
+  // Read and written by the reading thread only.
   uint64_t bytes_done_ = 0;    // sizes of the inputs read to the end
   uint64_t bytes_before_ = 0;  // bytes read of the current input
 };

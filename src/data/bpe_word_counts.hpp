@@ -20,7 +20,8 @@ struct WordCount {
 struct WordCountOptions {
   std::vector<std::string> inputs;  // .jsonl, .jsonl.gz or .jsonl.zst, read in this order
   std::string json_key = "text";    // each line is a JSON object with a string under this key
-  int workers = 1;                  // threads that parse and pre-tokenize
+  int workers = 1;                  // threads that parse and pre-tokenize; each keeps its own
+                                    // counts, so memory is at most workers x distinct words
   int64_t batch_bytes = 1 << 20;    // input bytes per unit of work
 };
 

@@ -17,24 +17,12 @@
 
 #include "core/error.hpp"
 #include "data/gpt2_pretokenize.hpp"
+#include "data/byte_unicode.hpp"
 #include "data/unicode.hpp"
 
 namespace megatron::data {
 
 namespace {
-
-// GPT-2 spells every byte as a printable code point so that vocab.json and merges.txt stay
-// readable text: printable Latin-1 bytes stand for themselves, the other 68 bytes become
-// U+0100.. in byte order (so a space is "Ġ", U+0120).
-std::array<char32_t, 256> byte_to_unicode() {
-  std::array<char32_t, 256> table{};
-  char32_t extra = 256;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-    table[b] = printable ? static_cast<char32_t>(b) : extra++;
-  }
-  return table;
-}
 
 std::string read_file(const std::string& path, const char* what) {
   // A directory opens as a stream that reads nothing; say so rather than load it as empty.
@@ -293,7 +281,7 @@ void Gpt2Bpe::load_vocab(const std::string& path, std::unordered_map<std::string
     ids.emplace(token, static_cast<int32_t>(id));
   }
 
-  const std::array<char32_t, 256> to_unicode = byte_to_unicode();
+  const std::array<char32_t, 256> to_unicode = gpt2_byte_to_unicode();
   std::unordered_map<char32_t, unsigned char> to_byte;
   for (int b = 0; b < 256; ++b) to_byte[to_unicode[b]] = static_cast<unsigned char>(b);
   for (int b = 0; b < 256; ++b) {

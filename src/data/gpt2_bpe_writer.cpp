@@ -56,7 +56,8 @@ void check_gpt2_bpe_destination(const std::string& dir, bool overwrite) {
   }
   for (const char* name : {"vocab.json", "merges.txt"}) {
     if (!overwrite && fs::exists(root / name, error)) {
-      throw UserError("'" + (root / name).string() + "' already exists; pass --force to replace it");
+      throw UserError("'" + (root / name).string() +
+                      "' already exists; pass --force to replace it");
     }
   }
 }
