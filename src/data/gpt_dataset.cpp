@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "data/gpt_index_cache.hpp"
@@ -41,29 +42,41 @@ GptDataset::GptDataset(std::shared_ptr<const IndexedDataset> data, Split split,
 
 std::vector<int32_t> GptDataset::window(int64_t i) const {
   if (i < 0 || i >= size()) throw std::out_of_range(fmt::format("GPT sample {} of {}", i, size()));
+  // Mapped indices are only checked for shape when loaded; the values are checked here, per
+  // sample, so a damaged cache file gives an error naming it rather than a wild read.
+  const auto damaged = [&](std::string_view what) {
+    return RuntimeFailure(
+        fmt::format("dataset '{}': sample {}: {} in the index cache '{}'; "
+                    "delete the file to rebuild it",
+                    data_->prefix(), i, what, cache_path_.string()));
+  };
   const int64_t k = indices_.shuffle_index[i];
+  if (k < 0 || k >= size()) throw damaged("shuffle index out of range");
   const int64_t first_position = indices_.sample_index[2 * k];
   const int64_t first_offset = indices_.sample_index[2 * k + 1];
   const int64_t last_position = indices_.sample_index[2 * k + 2];
   const int64_t last_offset = indices_.sample_index[2 * k + 3];
+  if (first_position < 0 || first_position > last_position ||
+      last_position >= static_cast<int64_t>(indices_.document_index.size()))
+    throw damaged("sample index out of range");
 
   std::vector<int32_t> tokens;
   tokens.reserve(static_cast<std::size_t>(config_.seq_length + 1));
   for (int64_t p = first_position; p <= last_position; ++p) {
     const int64_t document = indices_.document_index[p];
+    if (document < documents_.begin || document >= documents_.end)
+      throw damaged("document outside the split");
     const int64_t from = p == first_position ? first_offset : 0;
     // Through the next sample's first token, inclusive: the one token neighbours share.
     const int64_t to = p == last_position ? last_offset + 1 : data_->sequence_lengths()[document];
+    if (from < 0 || to > data_->sequence_lengths()[document]) throw damaged("offset out of range");
     if (to > from) {
       const std::vector<int32_t> part = data_->tokens(document, from, to - from);
       tokens.insert(tokens.end(), part.begin(), part.end());
     }
   }
   if (static_cast<int64_t>(tokens.size()) != config_.seq_length + 1)
-    throw RuntimeFailure(fmt::format(
-        "dataset '{}': sample {} has {} tokens, expected {}; the "
-        "index cache '{}' does not fit the data, delete it",
-        data_->prefix(), i, tokens.size(), config_.seq_length + 1, cache_path_.string()));
+    throw damaged(fmt::format("{} tokens instead of {}", tokens.size(), config_.seq_length + 1));
   return tokens;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -111,11 +112,13 @@ CachedGptIndices load_or_build_gpt_indices(const IndexedDataset& dataset, Split 
   const fs::path path = gpt_index_cache_path(cache_dir, dataset, split, description);
   if (auto indices = load_gpt_indices(path, description)) return {*std::move(indices), path, false};
 
+  // A read-only data directory is the usual cause; say so before any file is attempted.
   std::error_code ec;
   fs::create_directories(cache_dir, ec);
+  if (!ec && ::access(cache_dir.c_str(), W_OK) != 0) ec.assign(errno, std::generic_category());
   if (ec)
     throw UserError(
-        fmt::format("cannot create the dataset index cache directory '{}': {}; "
+        fmt::format("cannot write the dataset index cache directory '{}': {}; "
                     "point the data cache at a writable directory",
                     cache_dir.string(), ec.message()));
   // Whoever holds the lock builds; the rest wait on it, then find the finished file.

@@ -50,7 +50,8 @@ struct CachedGptIndices {
 };
 
 // Loads the split's indices from cache_dir, or builds and saves them when the file is missing
-// or damaged. Creates cache_dir; throws UserError naming it when it cannot be created.
+// or damaged. Creates cache_dir; throws UserError naming it when it cannot be created or
+// written.
 CachedGptIndices load_or_build_gpt_indices(const IndexedDataset& dataset, Split split,
                                            DocumentRange documents, const GptIndexParams& params,
                                            const std::filesystem::path& cache_dir);

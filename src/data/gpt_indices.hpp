@@ -1,7 +1,8 @@
-// The three indices behind a GPT split, built as Megatron-Core builds them: the document index
-// (documents tiled over epochs and shuffled), the sample index (where each sample of S + 1
-// tokens starts) and the shuffle index (the order samples are served in). No files here.
+// The three indices behind a GPT split, built as Megatron-Core builds them: document index,
+// sample index and shuffle index. Pure functions of the document lengths and the seed; no files.
 //
+// Document index: the split's documents tiled over epochs and shuffled. Sample index: where each
+// sample of S + 1 tokens starts. Shuffle index: the order samples are served in.
 // Glossary: S sequence length; E epochs; D documents in the split; N samples in the index.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "core/error.hpp"
 #include "data/gpt_index_cache.hpp"
@@ -154,6 +155,21 @@ TEST(GptDatasetCache, TheFileIsNamedByDatasetSplitAndHashAndLeavesNoTemporaries)
                                           ds.cache_path().filename().string() + ".lock"}));
 }
 
+TEST(GptDatasetCache, ProcessesStartingTogetherBuildOnceAndShareTheFile) {
+  // Threads stand in for ranks: each opens the lock file itself, so flock separates them as
+  // it separates processes.
+  test_support::TempDir dir;
+  const auto data = open_dataset(write_documents(dir, "d", numbered_documents({50, 80, 30})));
+  std::vector<int> built(4, 0);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.emplace_back([&, r] {
+      built[r] = GptDataset(data, Split::Train, {0, 3}, 500, config_in(dir, 4)).built_indices();
+    });
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(std::count(built.begin(), built.end(), 1), 1);
+}
+
 TEST(GptDatasetCache, AnyChangedInputGetsItsOwnFile) {
   test_support::TempDir dir;
   const auto data = open_dataset(write_documents(dir, "d", numbered_documents({5, 8, 3, 12})));
@@ -219,6 +235,32 @@ TEST(GptDatasetCache, AFileWithForeignBytesIsRebuilt) {
     const auto size = fs::file_size(p);
     std::ofstream(p, std::ios::binary | std::ios::trunc) << std::string(size, 'x');
   });
+}
+
+TEST(GptDatasetCache, DamagedIndexValuesAreAnErrorNamingTheFileToDelete) {
+  test_support::TempDir dir;
+  const auto data = open_dataset(write_documents(dir, "d", numbered_documents({5, 8, 3, 12})));
+  fs::path path;
+  int64_t samples = 0;
+  {
+    const GptDataset ds(data, Split::Train, {0, 4}, 10, config_in(dir, 4));
+    path = ds.cache_path();
+    samples = ds.size();
+  }
+  // The shuffle index is the file's last array: overwrite it, leaving header and size intact.
+  {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(-8 * samples, std::ios::end);
+    f << std::string(8 * samples, '\x7f');
+  }
+  const GptDataset ds(data, Split::Train, {0, 4}, 10, config_in(dir, 4));
+  ASSERT_FALSE(ds.built_indices());
+  try {
+    ds.sample(0);
+    FAIL() << "no error";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path.string()));
+  }
 }
 
 TEST(GptDatasetCache, AnUncreatableCacheDirectoryIsAUserErrorNamingIt) {
