@@ -261,15 +261,16 @@ IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
     if (document_count_ < 1 || idx_size_ != expected)
       throw bad(fmt::format("{} bytes, but {} sequences and {} document indices need {}", idx_size_,
                             sequence_count_, document_count_, expected));
-    lengths_ = reinterpret_cast<const int32_t*>(bytes + header);
-    offsets_ = reinterpret_cast<const int64_t*>(bytes + header + sequence_count_ * 4);
-    doc_indices_ = reinterpret_cast<const int64_t*>(bytes + header + sequence_count_ * 12);
+    lengths_.resize(sequence_count_);
+    if (sequence_count_) std::memcpy(lengths_.data(), bytes + header, sequence_count_ * 4);
+    offsets_ = bytes + header + sequence_count_ * 4;
+    doc_indices_ = bytes + header + sequence_count_ * 12;
 
     bin_map_ = map_file(bin_path(prefix), bin_size_);
     const uint64_t needed = sequence_count_ == 0
                                 ? 0
-                                : static_cast<uint64_t>(offsets_[sequence_count_ - 1]) +
-                                      static_cast<uint64_t>(lengths_[sequence_count_ - 1]) * token_size(type_);
+                                : static_cast<uint64_t>(sequence_offsets().back()) +
+                                      static_cast<uint64_t>(lengths_.back()) * token_size(type_);
     if (bin_size_ != needed)
       throw UserError(fmt::format("'{}' has {} bytes but its index describes {}",
                                   bin_path(prefix).string(), bin_size_, needed));
@@ -299,7 +300,7 @@ std::vector<int32_t> IndexedDataset::tokens(int64_t i, int64_t offset, int64_t l
   if (offset < 0 || offset + length > n)
     throw std::out_of_range(fmt::format("tokens [{}, {}) of a {}-token sequence", offset, offset + length, n));
   std::vector<int32_t> out(static_cast<std::size_t>(length));
-  const auto* base = static_cast<const unsigned char*>(bin_map_) + offsets_[i];
+  const auto* base = static_cast<const unsigned char*>(bin_map_) + sequence_offsets()[static_cast<std::size_t>(i)];
   const std::size_t width = token_size(type_);
   for (int64_t k = 0; k < length; ++k) {
     const unsigned char* p = base + (offset + k) * static_cast<int64_t>(width);

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <compare>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -70,6 +73,55 @@ class IndexedDatasetWriter {
   std::vector<unsigned char> buffer_;
 };
 
+// A read-only array over bytes that may not be aligned for T (the .idx arrays start at byte 34,
+// so their int32/int64 values are misaligned): elements are read with memcpy, which compiles to
+// a plain load on x86 and is defined behaviour everywhere.
+template <class T>
+class UnalignedArray {
+ public:
+  using value_type = T;
+  class const_iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const T*;
+    using reference = T;
+    const_iterator() = default;
+    const_iterator(const unsigned char* p) : p_(p) {}
+    T operator*() const { T v; std::memcpy(&v, p_, sizeof(T)); return v; }
+    T operator[](difference_type n) const { return *(*this + n); }
+    const_iterator& operator++() { p_ += sizeof(T); return *this; }
+    const_iterator operator++(int) { auto old = *this; ++*this; return old; }
+    const_iterator& operator--() { p_ -= sizeof(T); return *this; }
+    const_iterator& operator+=(difference_type n) { p_ += n * static_cast<difference_type>(sizeof(T)); return *this; }
+    const_iterator operator+(difference_type n) const { auto c = *this; return c += n; }
+    const_iterator operator-(difference_type n) const { return *this + (-n); }
+    difference_type operator-(const_iterator o) const { return (p_ - o.p_) / static_cast<difference_type>(sizeof(T)); }
+    bool operator==(const const_iterator& o) const { return p_ == o.p_; }
+    auto operator<=>(const const_iterator& o) const { return p_ <=> o.p_; }
+
+   private:
+    const unsigned char* p_ = nullptr;
+  };
+  using iterator = const_iterator;
+
+  UnalignedArray() = default;
+  UnalignedArray(const void* data, std::size_t size)
+      : data_(static_cast<const unsigned char*>(data)), size_(size) {}
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T operator[](std::size_t i) const { return begin()[static_cast<std::ptrdiff_t>(i)]; }
+  T front() const { return (*this)[0]; }
+  T back() const { return (*this)[size_ - 1]; }
+  const_iterator begin() const { return const_iterator(data_); }
+  const_iterator end() const { return const_iterator(data_ + size_ * sizeof(T)); }
+
+ private:
+  const unsigned char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 // A dataset opened read-only by memory-mapping both files. Validates the header and every size
 // against the file sizes; errors name the file, what was expected and what was found.
 class IndexedDataset {
@@ -82,9 +134,10 @@ class IndexedDataset {
   TokenType token_type() const { return type_; }
   int64_t sequences() const { return static_cast<int64_t>(sequence_count_); }
   int64_t documents() const { return static_cast<int64_t>(document_count_) - 1; }
-  std::span<const int32_t> sequence_lengths() const { return {lengths_, sequence_count_}; }
-  std::span<const int64_t> sequence_offsets() const { return {offsets_, sequence_count_}; }
-  std::span<const int64_t> document_indices() const { return {doc_indices_, document_count_}; }
+  // Copied into aligned memory at open (4 bytes a sequence): index building reads it often.
+  std::span<const int32_t> sequence_lengths() const { return lengths_; }
+  UnalignedArray<int64_t> sequence_offsets() const { return {offsets_, sequence_count_}; }
+  UnalignedArray<int64_t> document_indices() const { return {doc_indices_, document_count_}; }
   int64_t total_tokens() const;
 
   // Tokens of sequence `i` from `offset`, `length` of them (all when length < 0).
@@ -95,9 +148,9 @@ class IndexedDataset {
   std::string prefix_;
   TokenType type_ = TokenType::U16;
   uint64_t sequence_count_ = 0, document_count_ = 0;
-  const int32_t* lengths_ = nullptr;
-  const int64_t* offsets_ = nullptr;
-  const int64_t* doc_indices_ = nullptr;
+  std::vector<int32_t> lengths_;
+  const unsigned char* offsets_ = nullptr;      // int64[N], unaligned
+  const unsigned char* doc_indices_ = nullptr;  // int64[D + 1], unaligned
   void* idx_map_ = nullptr;
   std::size_t idx_size_ = 0;
   void* bin_map_ = nullptr;
