@@ -16,11 +16,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using test_support::little_endian;
 using test_support::slurp;
-template <class T>
-std::string le(std::initializer_list<T> values) {
-  return test_support::little_endian<T>(values);
-}
 
 TEST(IndexedDataset, TokenTypeIsUint16BelowMegatrons65500Threshold) {
   EXPECT_EQ(optimal_token_type(50257), TokenType::U16);
@@ -42,11 +39,11 @@ TEST(IndexedDataset, WriterProducesMegatronsBytesExactly) {
   w.end_document();
   w.finish();
 
-  const std::string idx = std::string("MMIDIDX\0\0", 9) + le<uint64_t>({1}) + std::string(1, '\x08') +
-                          le<uint64_t>({3}) + le<uint64_t>({4}) + le<int32_t>({3, 1, 2}) +
-                          le<int64_t>({0, 6, 8}) + le<int64_t>({0, 2, 3, 3});
+  const std::string idx = std::string("MMIDIDX\0\0", 9) + little_endian<uint64_t>({1}) + std::string(1, '\x08') +
+                          little_endian<uint64_t>({3}) + little_endian<uint64_t>({4}) + little_endian<int32_t>({3, 1, 2}) +
+                          little_endian<int64_t>({0, 6, 8}) + little_endian<int64_t>({0, 2, 3, 3});
   EXPECT_EQ(slurp(prefix + ".idx"), idx);
-  EXPECT_EQ(slurp(prefix + ".bin"), le<uint16_t>({5, 6, 7, 8, 65535, 0}));
+  EXPECT_EQ(slurp(prefix + ".bin"), little_endian<uint16_t>({5, 6, 7, 8, 65535, 0}));
 }
 
 TEST(IndexedDataset, Int32DatasetsUseFourBytesPerToken) {
@@ -57,7 +54,7 @@ TEST(IndexedDataset, Int32DatasetsUseFourBytesPerToken) {
   w.add_sequence(t);
   w.end_document();
   w.finish();
-  EXPECT_EQ(slurp(prefix + ".bin"), le<int32_t>({70000, 1}));
+  EXPECT_EQ(slurp(prefix + ".bin"), little_endian<int32_t>({70000, 1}));
   const IndexedDataset ds(prefix);
   EXPECT_EQ(ds.token_type(), TokenType::I32);
   EXPECT_THAT(ds.tokens(0), ElementsAre(70000, 1));

@@ -19,11 +19,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using test_support::little_endian;
 using test_support::slurp;
-template <class T>
-std::string le(std::initializer_list<T> values) {
-  return test_support::little_endian<T>(values);
-}
 
 class Preprocess : public ::testing::Test {
  protected:
@@ -59,10 +56,10 @@ TEST_F(Preprocess, WritesMegatronsIdxAndBinByteForByte) {
   const auto s = run(kCorpus, options);
   EXPECT_EQ(s.documents, 4);
   // Sequences: [5 6 7 eod] [8 eod] (the empty document has none) [9 10] [11 eod].
-  EXPECT_EQ(slurp(out("_text_document.bin")), le<uint16_t>({5, 6, 7, 0, 8, 0, 9, 10, 11, 0}));
-  const std::string idx = std::string("MMIDIDX\0\0", 9) + le<uint64_t>({1}) + std::string(1, '\x08') +
-                          le<uint64_t>({4}) + le<uint64_t>({5}) + le<int32_t>({4, 2, 2, 2}) +
-                          le<int64_t>({0, 8, 12, 16}) + le<int64_t>({0, 1, 2, 2, 4});
+  EXPECT_EQ(slurp(out("_text_document.bin")), little_endian<uint16_t>({5, 6, 7, 0, 8, 0, 9, 10, 11, 0}));
+  const std::string idx = std::string("MMIDIDX\0\0", 9) + little_endian<uint64_t>({1}) + std::string(1, '\x08') +
+                          little_endian<uint64_t>({4}) + little_endian<uint64_t>({5}) + little_endian<int32_t>({4, 2, 2, 2}) +
+                          little_endian<int64_t>({0, 8, 12, 16}) + little_endian<int64_t>({0, 1, 2, 2, 4});
   EXPECT_EQ(slurp(out("_text_document.idx")), idx);
 }
 
