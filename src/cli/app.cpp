@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "recipe/enum_names.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -27,8 +28,8 @@ int run(int argc, char** argv) {
   bool version = false;
   app.add_flag("--version", version, "Print version, git commit and build options");
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  app.add_option("--log-level", log_level, "Log level")
+      ->check(CLI::IsMember(recipe::canonical_names<recipe::LogLevel>()));
   Actions actions;
   add_recipe_commands(app, actions);
   add_plan_command(app, actions);

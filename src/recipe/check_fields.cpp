@@ -114,10 +114,6 @@ void check_fields(const Recipe& r, const Locator& where) {
               "cluster.time_limit '" + *r.cluster.time_limit +
                   "' is not a Slurm time: use MM, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
   }
-  static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error"};
-  if (std::find(levels.begin(), levels.end(), r.logging.level) == levels.end())
-    fail_at(where.at("logging.level"),
-            "logging.level '" + r.logging.level + "' is not one of trace, debug, info, warn, error");
 }
 
 }  // namespace megatron::recipe

@@ -88,6 +88,15 @@ const std::vector<EnumName<Recompute>>& enum_names() {
 }
 
 template <>
+const std::vector<EnumName<LogLevel>>& enum_names() {
+  // spdlog's level names, so the recipe's level can be handed to the logger as it is.
+  static const std::vector<EnumName<LogLevel>> names{
+      {LogLevel::Trace, "trace"}, {LogLevel::Debug, "debug"}, {LogLevel::Info, "info"},
+      {LogLevel::Warn, "warn"}, {LogLevel::Error, "error"}, {LogLevel::Warn, "warning", false}};
+  return names;
+}
+
+template <>
 const std::vector<EnumName<Tokenizer>>& enum_names() {
   static const std::vector<EnumName<Tokenizer>> names{
       {Tokenizer::Gpt2Bpe, "gpt2-bpe"},

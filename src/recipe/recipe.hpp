@@ -19,6 +19,7 @@ enum class Optimizer { AdamW, Sgd };
 enum class LrDecay { Constant, Linear, Cosine, InverseSquareRoot, Wsd };
 enum class WsdDecay { Linear, Cosine, Exponential, MinusSqrt };
 enum class Recompute { None, Selective, Full };
+enum class LogLevel { Trace, Debug, Info, Warn, Error };
 enum class Tokenizer { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
 
 struct ModelSection {
@@ -122,7 +123,7 @@ struct CheckpointSection {
 
 struct LoggingSection {
   int64_t interval = 10;
-  std::string level = "info";
+  LogLevel level = LogLevel::Info;
   std::optional<std::string> run_dir;
   std::optional<std::string> tensorboard_dir;
 };

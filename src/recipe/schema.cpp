@@ -269,7 +269,7 @@ std::vector<FieldSpec> other_fields() {
     };
     out.push_back(l("interval", &S::interval, "Print a training line every this many iterations.",
                     kPositive));
-    out.push_back(l("level", &S::level, "Log level: trace, debug, info, warn, error."));
+    out.push_back(l("level", &S::level, "Log level."));
     out.push_back(l("run_dir", &S::run_dir, "Directory for JSON-lines metrics and logs.",
                     derived("none")));
     out.push_back(l("tensorboard_dir", &S::tensorboard_dir, "Write TensorBoard event files here.",

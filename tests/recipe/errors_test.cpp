@@ -148,3 +148,17 @@ TEST_F(RecipeTest, ReferenceToAnUnsetValueIsAnError) {
 
 }  // namespace
 }  // namespace megatron::recipe
+
+namespace megatron::recipe {
+namespace {
+
+TEST_F(RecipeTest, LogLevelIsOneOfSpdlogsLevels) {
+  EXPECT_EQ(error_of(kMinimalRecipe, {"logging.level=loud"}),
+            "override 'logging.level=loud': logging.level: 'loud' is not one of trace, debug, "
+            "info, warn, error");
+  EXPECT_EQ(compile_text(kMinimalRecipe, {"logging.level=WARNING"}).recipe.logging.level,
+            LogLevel::Warn);
+}
+
+}  // namespace
+}  // namespace megatron::recipe
