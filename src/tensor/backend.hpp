@@ -1,0 +1,192 @@
+// The Backend: every piece of math the models and optimizers need, forward and backward, on
+// one device. Model code calls only this; the CPU and CUDA backends implement it.
+//
+// Conventions that hold for every op:
+// - Tensors are contiguous and row-major; "[n, c]" means any tensor viewed as n rows of c.
+// - Floating inputs may be f32, bf16 or f16; math is f32. Outputs take their own dtype, so a
+//   bf16 activation can produce an f32 gradient.
+// - "accumulates" means the result is added to what the output holds (parameter gradients,
+//   always f32); everything else overwrites.
+// - Results never depend on the number of threads or the order work is scheduled in.
+// - Host code must not read device memory directly: use read()/write().
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.hpp"
+
+namespace megatron::tensor {
+
+// Identifies one stream of random numbers: Philox4x32-10 keyed by `seed`, with counter
+// (element index low, high, stream low, high). The caller derives `stream` from what the
+// numbers are for (layer, site, iteration, micro-batch, tensor-parallel rank).
+struct RngKey {
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+};
+
+// Attention over a fused QKV projection. Per token, the row of `qkv` holds, for each of the
+// `groups` key/value groups in turn, its heads/groups query heads, then its key head, then its
+// value head, each `head_dim` wide (Megatron's layout, which splits evenly by groups under
+// tensor parallelism). Tokens are ordered batch-major: row b * seq + t.
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t seq = 0;
+  int64_t heads = 0;   // query heads
+  int64_t groups = 0;  // key/value heads; heads % groups == 0
+  int64_t head_dim = 0;
+  int64_t qkv_width() const { return (heads + 2 * groups) * head_dim; }
+};
+
+struct AttentionOptions {
+  float scale = 1.0f;    // applied to q.k, usually 1/sqrt(head_dim)
+  bool causal = true;
+  float dropout = 0.0f;  // on the attention probabilities
+  RngKey rng;            // element index = ((b * heads + h) * seq + i) * seq + j
+};
+
+// Rotary position embedding (rotate-half convention of Megatron and Hugging Face Llama):
+// within the first `rotary_dim` channels of each q and k head, channel i < rotary_dim / 2 pairs
+// with i + rotary_dim / 2, rotated by angle t * base^(-2i / rotary_dim) for token position t.
+struct RotaryOptions {
+  int64_t rotary_dim = 0;
+  double base = 10000.0;
+};
+
+struct AdamWStep {
+  float lr = 0.0f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;  // decoupled: master *= 1 - lr * weight_decay
+  int64_t step = 1;           // 1-based, for bias correction
+  float grad_scale = 1.0f;    // gradients are multiplied by this first (unscaling, clipping)
+};
+
+struct SgdStep {
+  float lr = 0.0f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;  // decoupled, as AdamW
+  float grad_scale = 1.0f;
+};
+
+struct MemoryStats {
+  int64_t allocated_bytes = 0;  // live tensors now
+  int64_t peak_bytes = 0;       // most ever live at once (since the last reset_peak)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu (OpenBLAS, 2 threads)"
+
+  // --- memory -------------------------------------------------------------------------------
+  virtual Tensor empty(const Shape& shape, DType dtype) = 0;
+  Tensor zeros(const Shape& shape, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    fill(t, 0.0);
+    return t;
+  }
+  virtual void fill(Tensor& x, double value) = 0;
+  // dst = src (equal numel); converts between float dtypes, or copies equal integer dtypes.
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // Raw bytes between a tensor and host memory of x.bytes() bytes.
+  virtual void read(const Tensor& x, void* host) = 0;
+  virtual void write(Tensor& x, const void* host) = 0;
+  virtual MemoryStats memory() const = 0;
+  virtual void reset_peak_memory() = 0;
+  virtual void synchronize() {}
+
+  // --- GEMM ---------------------------------------------------------------------------------
+  // c = alpha * op(a) @ op(b) + beta * c for 2-D a, b, c; op transposes when asked. a and b
+  // share a float dtype; c is f32 or that dtype.
+  virtual void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+                    float alpha = 1.0f, float beta = 0.0f) = 0;
+  // The same for each of the leading dimension's matrices of 3-D a, b, c.
+  virtual void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                            Tensor& c, float alpha = 1.0f, float beta = 0.0f) = 0;
+
+  // --- elementwise --------------------------------------------------------------------------
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;  // out may alias a or b
+  virtual void axpy(float alpha, const Tensor& x, Tensor& y) = 0;       // y += alpha * x
+  virtual void scale(Tensor& x, float alpha) = 0;                       // x *= alpha
+  virtual void bias_add(Tensor& x, const Tensor& bias) = 0;             // x[n, c] += bias[c]
+  virtual void bias_grad(const Tensor& dy, Tensor& dbias) = 0;  // accumulates sum_n dy[n, c]
+
+  // --- activations --------------------------------------------------------------------------
+  virtual void gelu_forward(const Tensor& x, Tensor& y, bool tanh_approx) = 0;
+  virtual void gelu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, bool tanh_approx) = 0;
+  // x [n, 2f] holds [gate | up] per row; y [n, f] = silu(gate) * up.
+  virtual void swiglu_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) = 0;
+
+  // --- dropout (nothing stored: the mask is recomputed from the key) --------------------------
+  // keep element i when uniform(key, i) >= p; kept elements are scaled by 1 / (1 - p).
+  virtual void dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) = 0;
+  virtual void dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey key) = 0;
+  // out = residual + dropout(x): the residual connection after attention and MLP.
+  virtual void dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
+                           RngKey key) = 0;
+
+  // --- normalisation over the last dimension -----------------------------------------------
+  // mean and rstd are f32 [n], saved for the backward pass.
+  virtual void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  float eps, Tensor& y, Tensor& mean, Tensor& rstd) = 0;
+  // dx overwritten; dgamma, dbeta accumulate.
+  virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                   const Tensor& mean, const Tensor& rstd, Tensor& dx,
+                                   Tensor& dgamma, Tensor& dbeta) = 0;
+  virtual void rms_norm_forward(const Tensor& x, const Tensor& gamma, float eps, Tensor& y,
+                                Tensor& rstd) = 0;
+  virtual void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                 const Tensor& rstd, Tensor& dx, Tensor& dgamma) = 0;
+
+  // --- embeddings ----------------------------------------------------------------------------
+  // out[i] = table[ids[i] - row_offset] (i32 ids); ids outside the table's rows give zeros (a
+  // vocab-parallel shard). With accumulate, out[i] += instead.
+  virtual void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out,
+                                 int64_t row_offset = 0, bool accumulate = false) = 0;
+  // dtable[ids[i] - row_offset] += dout[i] for ids inside the table; deterministic.
+  virtual void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable,
+                                  int64_t row_offset = 0) = 0;
+
+  // --- attention -----------------------------------------------------------------------------
+  virtual void rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOptions& options,
+                      bool inverse) = 0;  // in place on q and k; inverse rotates back
+  // Memory-efficient (flash) attention: out [batch * seq, heads * head_dim], lse f32
+  // [batch, heads, seq] (log-sum-exp of each scaled score row, saved for backward). Never holds
+  // more than a block of one head's seq x seq scores per thread.
+  virtual void attention_forward(const Tensor& qkv, const AttentionShape& shape,
+                                 const AttentionOptions& options, Tensor& out, Tensor& lse) = 0;
+  // dqkv (same shape as qkv) overwritten.
+  virtual void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
+                                  const Tensor& lse, const AttentionShape& shape,
+                                  const AttentionOptions& options, Tensor& dqkv) = 0;
+
+  // --- loss ----------------------------------------------------------------------------------
+  // Per row of logits [n, v]: loss[i] = logsumexp(logits[i]) - logits[i, targets[i]], lse[i] =
+  // logsumexp(logits[i]); loss and lse f32 [n], targets i32 [n].
+  virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
+                                     Tensor& lse) = 0;
+  // dlogits[i] = dloss[i] * (softmax(logits[i]) - onehot(targets[i])); dlogits may be logits.
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                                      const Tensor& lse, const Tensor& dloss, Tensor& dlogits) = 0;
+
+  // --- reductions (return to the host; the CUDA backend synchronises) -------------------------
+  virtual double sum(const Tensor& x) = 0;          // accumulated in f64, deterministic
+  virtual double dot(const Tensor& a, const Tensor& b) = 0;
+  virtual double sum_squares(const Tensor& x) = 0;  // NaN/Inf propagate
+  virtual bool all_finite(const Tensor& x) = 0;
+
+  // --- initialisation and optimizers ---------------------------------------------------------
+  // x[i] ~ N(mean, std) from Philox (Box-Muller on the pair of words of counter i / 2).
+  virtual void normal(Tensor& x, float mean, float std, RngKey key) = 0;
+  // master, m, v, grad f32 of equal numel.
+  virtual void adamw_update(Tensor& master, const Tensor& grad, Tensor& m, Tensor& v,
+                            const AdamWStep& step) = 0;
+  virtual void sgd_update(Tensor& master, const Tensor& grad, Tensor& momentum,
+                          const SgdStep& step) = 0;
+};
+
+}  // namespace megatron::tensor

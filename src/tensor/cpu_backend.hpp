@@ -1,0 +1,98 @@
+// The CPU backend: OpenBLAS for GEMM, OpenMP loops for everything else, 16-bit storage with
+// f32 math. Its ops are defined across cpu_*.cpp, one file per family.
+#pragma once
+
+#include <atomic>
+
+#include "tensor/backend.hpp"
+
+namespace megatron::tensor {
+
+class CpuBackend final : public Backend {
+ public:
+  // threads <= 0: OMP_NUM_THREADS when set, else every core.
+  explicit CpuBackend(int threads = 0);
+  int threads() const { return threads_; }
+
+  Device device() const override { return Device::Cpu; }
+  std::string description() const override;
+
+  Tensor empty(const Shape& shape, DType dtype) override;
+  void fill(Tensor& x, double value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void read(const Tensor& x, void* host) override;
+  void write(Tensor& x, const void* host) override;
+  MemoryStats memory() const override;
+  void reset_peak_memory() override;
+
+  void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
+            float beta) override;
+  void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+                    float alpha, float beta) override;
+
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void axpy(float alpha, const Tensor& x, Tensor& y) override;
+  void scale(Tensor& x, float alpha) override;
+  void bias_add(Tensor& x, const Tensor& bias) override;
+  void bias_grad(const Tensor& dy, Tensor& dbias) override;
+
+  void gelu_forward(const Tensor& x, Tensor& y, bool tanh_approx) override;
+  void gelu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, bool tanh_approx) override;
+  void swiglu_forward(const Tensor& x, Tensor& y) override;
+  void swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) override;
+
+  void dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) override;
+  void dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey key) override;
+  void dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
+                   RngKey key) override;
+
+  void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                          Tensor& y, Tensor& mean, Tensor& rstd) override;
+  void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                           const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dgamma,
+                           Tensor& dbeta) override;
+  void rms_norm_forward(const Tensor& x, const Tensor& gamma, float eps, Tensor& y,
+                        Tensor& rstd) override;
+  void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& rstd, Tensor& dx, Tensor& dgamma) override;
+
+  void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out, int64_t row_offset,
+                         bool accumulate) override;
+  void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable,
+                          int64_t row_offset) override;
+
+  void rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOptions& options,
+              bool inverse) override;
+  void attention_forward(const Tensor& qkv, const AttentionShape& shape,
+                         const AttentionOptions& options, Tensor& out, Tensor& lse) override;
+  void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
+                          const Tensor& lse, const AttentionShape& shape,
+                          const AttentionOptions& options, Tensor& dqkv) override;
+
+  void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
+                             Tensor& lse) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                              const Tensor& dloss, Tensor& dlogits) override;
+
+  double sum(const Tensor& x) override;
+  double dot(const Tensor& a, const Tensor& b) override;
+  double sum_squares(const Tensor& x) override;
+  bool all_finite(const Tensor& x) override;
+
+  void normal(Tensor& x, float mean, float std, RngKey key) override;
+  void adamw_update(Tensor& master, const Tensor& grad, Tensor& m, Tensor& v,
+                    const AdamWStep& step) override;
+  void sgd_update(Tensor& master, const Tensor& grad, Tensor& momentum,
+                  const SgdStep& step) override;
+
+ private:
+  int threads_ = 1;
+  // Shared with the buffers' deleters, which may outlive nothing but must update the counts.
+  struct Counters {
+    std::atomic<int64_t> allocated{0};
+    std::atomic<int64_t> peak{0};
+  };
+  std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
+};
+
+}  // namespace megatron::tensor
