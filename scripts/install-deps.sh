@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building and testing megatron need.
 # Idempotent: when every package is present it only checks, in well under a second.
+# `--test` adds what only the test suite needs: Debian's PyTorch and NumPy, the independent
+# reference the whole-model tests compare against.
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,9 @@ packages=(
   libutf8proc-dev libsimdjson-dev libzstd-dev zlib1g-dev libsentencepiece-dev
   libhdf5-dev libopenblas-dev libopenmpi-dev openmpi-bin
 )
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,6 +11,6 @@ if [[ "${1:-}" == "--preset" ]]; then
   shift 2
 fi
 
-./scripts/install-deps.sh
+./scripts/install-deps.sh --test
 ./scripts/build.sh "$preset"
 ctest --preset "$preset" -j "$(nproc)" "$@"

@@ -33,6 +33,7 @@ int run(int argc, char** argv) {
   Actions actions;
   add_recipe_commands(app, actions);
   add_plan_command(app, actions);
+  add_run_command(app, actions);
   add_data_pipeline_commands(app, actions);
   add_tokenizer_command(app, actions);
   app.footer("Docs: docs/ in the source tree (recipes.md, plan.md). Exit codes: 0 ok, "

@@ -79,6 +79,7 @@ struct TrainingSection {
   std::optional<int64_t> train_samples;
   std::optional<int64_t> train_tokens;
   std::vector<int64_t> rampup_batch_size;        // [start, increment, ramp samples]
+  std::optional<double> exit_duration_minutes;   // wall-clock limit for the run
   Optimizer optimizer = Optimizer::AdamW;
   double lr = 0.0;                               // required
   double min_lr = 0.0;

@@ -191,6 +191,10 @@ std::vector<FieldSpec> training_fields() {
       t("rampup_batch_size", &S::rampup_batch_size,
         "Batch-size ramp-up as Megatron: [start, increment, ramp samples]; empty = none.",
         kPositive),
+      t("exit_duration_minutes", &S::exit_duration_minutes,
+        "Stop training once this much wall-clock time has passed (Megatron's "
+        "--exit-duration-in-mins).",
+        derived("no limit", {.min = 0, .min_exclusive = true})),
       t("optimizer", &S::optimizer, "AdamW (decoupled weight decay) or SGD with momentum."),
       t("lr", &S::lr, "Peak learning rate.", required({.min = 0, .min_exclusive = true})),
       t("min_lr", &S::min_lr, "Learning rate at the end of decay.", kNonNegative),

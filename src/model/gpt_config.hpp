@@ -1,0 +1,46 @@
+// The shape and behaviour of a GPT model, taken from a compiled recipe: what the layers need
+// and nothing about how training runs.
+#pragma once
+
+#include <cstdint>
+
+#include "recipe/derived.hpp"
+#include "recipe/recipe.hpp"
+#include "tensor/dtype.hpp"
+
+namespace megatron::model {
+
+struct GptConfig {
+  int64_t num_layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t groups = 0;  // key/value heads
+  int64_t head_dim = 0;
+  int64_t ffn = 0;
+  int64_t vocab = 0;         // the tokenizer's
+  int64_t padded_vocab = 0;  // rows of the embedding and output layer
+  int64_t seq_length = 0;
+  int64_t max_positions = 0;
+  recipe::PositionEmbedding position = recipe::PositionEmbedding::Learned;
+  double rotary_base = 10000.0;
+  double rotary_percent = 1.0;
+  recipe::Norm norm = recipe::Norm::LayerNorm;
+  double norm_eps = 1e-5;
+  recipe::Activation activation = recipe::Activation::Gelu;
+  bool tie_embeddings = true;
+  bool linear_bias = true;
+  bool qkv_bias = true;
+  double hidden_dropout = 0.0;
+  double attention_dropout = 0.0;
+  double init_std = 0.02;
+  tensor::DType dtype = tensor::DType::F32;
+  recipe::Recompute recompute = recipe::Recompute::None;
+  int64_t recompute_layers = 0;  // full recompute: the first N blocks
+
+  int64_t rotary_dim() const;
+};
+
+GptConfig gpt_config(const recipe::Recipe& recipe, const recipe::Derived& derived);
+tensor::DType model_dtype(recipe::DType dtype);
+
+}  // namespace megatron::model

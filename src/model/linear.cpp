@@ -1,0 +1,33 @@
+#include "model/linear.hpp"
+
+namespace megatron::model {
+
+Linear::Linear(ParameterSet& params, const std::string& name, int64_t in, int64_t out, bool bias,
+               Init init, TpSplit split)
+    : in_(in), out_(out) {
+  weight_ = &params.add(name + ".weight", {out, in}, init, split, true);
+  if (bias) {
+    // A row-parallel layer's bias is added once after the reduction, so it is not split.
+    const TpSplit bias_split = split == TpSplit::Rows ? TpSplit::Rows : TpSplit::None;
+    bias_ = &params.add(name + ".bias", {out}, Init::Zeros, bias_split, false);
+  }
+}
+
+tensor::Tensor Linear::forward(tensor::Backend& backend, const tensor::Tensor& x) const {
+  tensor::Tensor y = backend.empty({x.dim(0), out_}, x.dtype());
+  backend.gemm(x, false, weight_->value, true, y);
+  if (bias_) backend.bias_add(y, bias_->value);
+  return y;
+}
+
+tensor::Tensor Linear::backward(tensor::Backend& backend, const tensor::Tensor& dy,
+                                const tensor::Tensor& x, bool want_dx) const {
+  backend.gemm(dy, true, x, false, weight_->grad, 1.0f, 1.0f);
+  if (bias_) backend.bias_grad(dy, bias_->grad);
+  if (!want_dx) return {};
+  tensor::Tensor dx = backend.empty({dy.dim(0), in_}, dy.dtype());
+  backend.gemm(dy, false, weight_->value, false, dx);
+  return dx;
+}
+
+}  // namespace megatron::model

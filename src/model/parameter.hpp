@@ -1,0 +1,48 @@
+// A model parameter: its weight in the model's dtype, its f32 gradient, how it is initialised
+// and which dimension tensor parallelism splits (the parallel layers only add communication).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/backend.hpp"
+
+namespace megatron::model {
+
+enum class Init { Normal, ScaledNormal, Zeros, Ones };
+
+// Which dimension of the (global) weight is divided across tensor-parallel ranks.
+enum class TpSplit { None, Rows, Columns };  // Rows: column-parallel linear, vocab embedding
+
+struct Parameter {
+  std::string name;      // e.g. "layers.3.mlp.fc1.weight"
+  tensor::Tensor value;  // model dtype
+  tensor::Tensor grad;   // f32, summed over micro-batches until the optimizer step
+  Init init = Init::Normal;
+  TpSplit split = TpSplit::None;
+  bool weight_decay = true;  // biases and norm weights are not decayed
+};
+
+// Owns every parameter of a model in creation order (the order checkpoints and optimizers see).
+class ParameterSet {
+ public:
+  explicit ParameterSet(tensor::Backend& backend, tensor::DType dtype)
+      : backend_(backend), dtype_(dtype) {}
+  Parameter& add(std::string name, const tensor::Shape& shape, Init init, TpSplit split,
+                 bool weight_decay);
+  const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
+  int64_t count() const;  // scalar parameters
+  void zero_grads();
+  // Weights from N(0, std) (std / sqrt(2 * layers) for ScaledNormal), each from its own Philox
+  // stream named by its name, so a weight does not depend on what else the model holds.
+  void initialise(uint64_t seed, double std, int64_t num_layers);
+
+ private:
+  tensor::Backend& backend_;
+  tensor::DType dtype_;
+  std::vector<std::unique_ptr<Parameter>> params_;
+};
+
+}  // namespace megatron::model

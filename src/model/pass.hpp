@@ -1,0 +1,25 @@
+// What one forward or backward pass over a micro-batch knows besides its tensors: the backend,
+// whether it trains (dropout on), and the coordinates that key its random numbers.
+#pragma once
+
+#include <cstdint>
+
+#include "model/rng_streams.hpp"
+#include "tensor/backend.hpp"
+
+namespace megatron::model {
+
+struct Pass {
+  tensor::Backend& backend;
+  bool training = true;
+  uint64_t seed = 0;
+  int64_t iteration = 0;
+  int64_t microbatch = 0;
+
+  tensor::RngKey dropout_key(int64_t layer, DropoutSite site) const {
+    return {.seed = seed, .stream = dropout_stream(iteration, microbatch, layer, site)};
+  }
+  float dropout(double p) const { return training ? float(p) : 0.0f; }
+};
+
+}  // namespace megatron::model

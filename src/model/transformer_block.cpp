@@ -1,0 +1,169 @@
+#include "model/transformer_block.hpp"
+
+#include <cmath>
+
+namespace megatron::model {
+
+using recipe::Activation;
+using tensor::Tensor;
+
+namespace {
+
+std::string prefix(int64_t layer) { return "decoder.layers." + std::to_string(layer) + "."; }
+
+bool is_swiglu(const GptConfig& c) { return c.activation == Activation::Swiglu; }
+
+}  // namespace
+
+TransformerBlock::TransformerBlock(ParameterSet& params, const GptConfig& c, int64_t layer)
+    : config_(c),
+      layer_(layer),
+      norm1_(params, prefix(layer) + "input_layernorm", c.hidden, c.norm, c.norm_eps),
+      qkv_(params, prefix(layer) + "self_attention.linear_qkv", c.hidden,
+           (c.heads + 2 * c.groups) * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows),
+      proj_(params, prefix(layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
+            c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
+      norm2_(params, prefix(layer) + "pre_mlp_layernorm", c.hidden, c.norm, c.norm_eps),
+      fc1_(params, prefix(layer) + "mlp.linear_fc1", c.hidden, is_swiglu(c) ? 2 * c.ffn : c.ffn,
+           c.linear_bias, Init::Normal, TpSplit::Rows),
+      fc2_(params, prefix(layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
+           Init::ScaledNormal, TpSplit::Columns) {}
+
+tensor::AttentionShape TransformerBlock::attention_shape(int64_t batch) const {
+  return {.batch = batch,
+          .seq = config_.seq_length,
+          .heads = config_.heads,
+          .groups = config_.groups,
+          .head_dim = config_.head_dim};
+}
+
+tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass) const {
+  return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
+          .causal = true,
+          .dropout = pass.dropout(config_.attention_dropout),
+          .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs)};
+}
+
+Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batch,
+                                 BlockActivations& saved, Keep keep) const {
+  tensor::Backend& b = pass.backend;
+  const tensor::AttentionShape shape = attention_shape(batch);
+
+  Norm::Saved norm1;
+  Tensor ln1 = norm1_.forward(b, x, norm1);
+  Tensor qkv = qkv_.forward(b, ln1);
+  if (config_.position == recipe::PositionEmbedding::Rotary) {
+    b.rotary(qkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base}, false);
+  }
+  Tensor attn = b.empty({x.dim(0), config_.heads * config_.head_dim}, x.dtype());
+  Tensor lse = b.empty({batch, config_.heads, config_.seq_length}, tensor::DType::F32);
+  b.attention_forward(qkv, shape, attention_options(pass), attn, lse);
+  Tensor mid = b.empty(x.shape(), x.dtype());
+  {
+    Tensor proj = proj_.forward(b, attn);
+    b.dropout_add(proj, x, mid, pass.dropout(config_.hidden_dropout),
+                  pass.dropout_key(layer_, DropoutSite::AttentionOut));
+  }
+
+  Norm::Saved norm2;
+  Tensor ln2 = norm2_.forward(b, mid, norm2);
+  Tensor fc1 = fc1_.forward(b, ln2);
+  Tensor act = b.empty({x.dim(0), config_.ffn}, x.dtype());
+  if (is_swiglu(config_)) {
+    b.swiglu_forward(fc1, act);
+  } else {
+    b.gelu_forward(fc1, act, config_.activation == Activation::GeluTanh);
+  }
+  Tensor y = b.empty(x.shape(), x.dtype());
+  {
+    Tensor fc2 = fc2_.forward(b, act);
+    b.dropout_add(fc2, mid, y, pass.dropout(config_.hidden_dropout),
+                  pass.dropout_key(layer_, DropoutSite::MlpOut));
+  }
+
+  if (keep == Keep::Nothing) return y;
+  saved.input = x;
+  if (keep == Keep::InputOnly) return y;
+  saved.norm1 = std::move(norm1);
+  saved.ln1 = std::move(ln1);
+  saved.qkv = std::move(qkv);
+  if (keep == Keep::Everything) {
+    saved.attn = std::move(attn);
+    saved.lse = std::move(lse);
+  }
+  saved.mid = std::move(mid);
+  saved.norm2 = std::move(norm2);
+  saved.ln2 = std::move(ln2);
+  saved.fc1 = std::move(fc1);
+  saved.act = std::move(act);
+  return y;
+}
+
+Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t batch,
+                                  BlockActivations& saved) const {
+  tensor::Backend& b = pass.backend;
+  if (!saved.qkv.defined()) {
+    // Full recompute: run the block again from its input, keeping everything this time.
+    // Dropout draws from the same streams, so the recomputed activations are identical.
+    const Tensor input = saved.input;
+    forward(pass, input, batch, saved, Keep::Everything);
+  }
+  const tensor::AttentionShape shape = attention_shape(batch);
+  const tensor::AttentionOptions options = attention_options(pass);
+  if (!saved.attn.defined()) {
+    saved.attn = b.empty({dy.dim(0), config_.heads * config_.head_dim}, dy.dtype());
+    saved.lse = b.empty({batch, config_.heads, config_.seq_length}, tensor::DType::F32);
+    b.attention_forward(saved.qkv, shape, options, saved.attn, saved.lse);
+  }
+
+  // MLP: y = mid + dropout(fc2(act(fc1(norm2(mid)))))
+  Tensor dmid = b.empty(dy.shape(), dy.dtype());
+  b.copy(dy, dmid);
+  {
+    Tensor dfc2 = b.empty(dy.shape(), dy.dtype());
+    b.dropout_backward(dy, dfc2, pass.dropout(config_.hidden_dropout),
+                       pass.dropout_key(layer_, DropoutSite::MlpOut));
+    Tensor dact = fc2_.backward(b, dfc2, saved.act);
+    saved.act = {};
+    Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
+    if (is_swiglu(config_)) {
+      b.swiglu_backward(dact, saved.fc1, dfc1);
+    } else {
+      b.gelu_backward(dact, saved.fc1, dfc1, config_.activation == Activation::GeluTanh);
+    }
+    saved.fc1 = {};
+    Tensor dln2 = fc1_.backward(b, dfc1, saved.ln2);
+    saved.ln2 = {};
+    Tensor dnorm2 = norm2_.backward(b, dln2, saved.mid, saved.norm2);
+    b.add(dmid, dnorm2, dmid);
+    saved.mid = {};
+  }
+
+  // Attention: mid = x + dropout(proj(core(qkv(norm1(x)))))
+  Tensor dx = b.empty(dy.shape(), dy.dtype());
+  b.copy(dmid, dx);
+  {
+    Tensor dproj = b.empty(dy.shape(), dy.dtype());
+    b.dropout_backward(dmid, dproj, pass.dropout(config_.hidden_dropout),
+                       pass.dropout_key(layer_, DropoutSite::AttentionOut));
+    dmid = {};
+    Tensor dattn = proj_.backward(b, dproj, saved.attn);
+    Tensor dqkv = b.empty(saved.qkv.shape(), dy.dtype());
+    b.attention_backward(saved.qkv, saved.attn, dattn, saved.lse, shape, options, dqkv);
+    saved.attn = {};
+    saved.lse = {};
+    saved.qkv = {};
+    if (config_.position == recipe::PositionEmbedding::Rotary) {
+      b.rotary(dqkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base},
+               true);
+    }
+    Tensor dln1 = qkv_.backward(b, dqkv, saved.ln1);
+    saved.ln1 = {};
+    Tensor dnorm1 = norm1_.backward(b, dln1, saved.input, saved.norm1);
+    b.add(dx, dnorm1, dx);
+  }
+  saved = {};
+  return dx;
+}
+
+}  // namespace megatron::model

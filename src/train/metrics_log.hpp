@@ -1,0 +1,44 @@
+// The run's record: one human line per log interval on stdout (Megatron's fields) and one JSON
+// object per logged iteration in <run dir>/metrics.jsonl.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+namespace megatron::train {
+
+struct IterationMetrics {
+  int64_t iteration = 0;
+  int64_t train_iters = 0;
+  int64_t consumed_samples = 0;
+  int64_t consumed_tokens = 0;
+  int64_t global_batch = 0;
+  double lm_loss = 0.0;  // mean over the iterations since the last log line
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  double loss_scale = 1.0;
+  int64_t skipped_iterations = 0;  // total so far (f16 overflows)
+  double ms_per_iteration = 0.0;
+  double tokens_per_s = 0.0;
+  int64_t tensor_bytes_peak = 0;  // backend allocator
+  int64_t rss_peak_bytes = 0;     // whole process
+  std::optional<double> val_loss;
+  std::optional<double> val_ppl;
+};
+
+class MetricsLog {
+ public:
+  // Appends to <run_dir>/metrics.jsonl (created if missing).
+  explicit MetricsLog(const std::filesystem::path& run_dir);
+  void log(const IterationMetrics& m);
+  void validation(int64_t iteration, double loss);
+
+ private:
+  std::ofstream jsonl_;
+};
+
+int64_t peak_rss_bytes();
+
+}  // namespace megatron::train

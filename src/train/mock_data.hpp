@@ -1,0 +1,26 @@
+// Synthetic GPT samples for `data.mock: true`: each sample repeats a random phrase of a few
+// tokens, so a model can learn to copy (its loss falls well below log(vocab)) without any
+// dataset on disk. Sample i is a pure function of (seed, split, i).
+#pragma once
+
+#include <cstdint>
+
+#include "data/gpt_sample.hpp"
+
+namespace megatron::train {
+
+class MockGptSource final : public data::GptSampleSource {
+ public:
+  // split: 0 train, 1 validation, 2 test (different phrases for each).
+  MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split, int64_t size);
+  int64_t size() const override { return size_; }
+  data::GptSample sample(int64_t i) const override;
+
+ private:
+  int64_t seq_length_, vocab_size_;
+  uint64_t seed_;
+  int split_;
+  int64_t size_;
+};
+
+}  // namespace megatron::train

@@ -1,0 +1,30 @@
+// The samples a run trains and validates on: the recipe's indexed datasets split and blended
+// as Megatron does, or the synthetic mock source; and their assembly into device micro-batches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "data/gpt_sample.hpp"
+#include "model/gpt_model.hpp"
+#include "recipe/compile.hpp"
+
+namespace megatron::train {
+
+struct TrainData {
+  std::shared_ptr<const data::GptSampleSource> train;
+  std::shared_ptr<const data::GptSampleSource> valid;  // null when the split gives it no share
+  std::string description;  // for the log: "mock" or the prefixes
+};
+
+// train_samples / valid_samples: how many each split must serve.
+TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
+                          int64_t valid_samples);
+
+// Samples [first, first + count) of `source` as one micro-batch on the backend. Throws
+// UserError when a token is outside the model's vocabulary (a dataset made with another
+// tokenizer).
+model::GptBatch make_batch(tensor::Backend& backend, const data::GptSampleSource& source,
+                           int64_t first, int64_t count, int64_t vocab_size);
+
+}  // namespace megatron::train

@@ -1,0 +1,34 @@
+// `megatron run`: trains the recipe's model on one process, logging as Megatron does, and
+// stopping at the recipe's length, a wall-clock limit, or a non-finite loss.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "recipe/compile.hpp"
+
+namespace megatron::train {
+
+struct TrainOptions {
+  std::optional<std::filesystem::path> run_dir;  // overrides logging.run_dir
+  int threads = 0;                               // 0: OMP_NUM_THREADS or every core
+  std::string recipe_text;                       // the recipe file as written, kept in the run dir
+};
+
+struct TrainResult {
+  int64_t iterations = 0;
+  int64_t consumed_samples = 0;
+  std::vector<double> losses;  // lm loss of every iteration
+  std::optional<double> final_val_loss;
+  std::filesystem::path run_dir;
+  std::string stop_reason;
+};
+
+TrainResult train(const recipe::CompiledRecipe& compiled, const TrainOptions& options);
+
+// Where a run writes when neither the recipe nor the command line says: runs/<recipe>/<time>.
+std::filesystem::path default_run_dir(const std::string& recipe_file);
+
+}  // namespace megatron::train

@@ -1,0 +1,115 @@
+// `megatron run` as a user runs it: the run directory, the log, stop conditions and errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_command.hpp"
+#include "support/temp_dir.hpp"
+
+namespace megatron::cli {
+namespace {
+
+// gpt-tiny shrunk so a run takes a second or two, even under the sanitizers.
+const std::string kSmall =
+    "recipes/gpt-tiny.yaml model.num_layers=2 model.hidden_size=32 model.num_attention_heads=2 "
+    "model.vocab_size=96 data.seq_length=16 training.micro_batch_size=2 "
+    "training.global_batch_size=4 training.lr_warmup_iters=1 ";
+
+std::vector<nlohmann::json> metrics(const std::filesystem::path& run_dir) {
+  std::ifstream in(run_dir / "metrics.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST(RunCommand, WritesTheResolvedRecipeAndOneMetricsLinePerLoggedIteration) {
+  test_support::TempDir dir;
+  const auto r = run_megatron("run " + kSmall +
+                              "training.train_iters=6 logging.interval=2 eval.interval=3 "
+                              "eval.iters=1 --run-dir " + dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "recipe.yaml"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "recipe.original.yaml"));
+  const auto lines = metrics(dir.path());
+  std::vector<int> iterations;
+  for (const auto& m : lines) {
+    iterations.push_back(m["iteration"].get<int>());
+    for (const char* key : {"lm_loss", "lr", "grad_norm", "tokens_per_s", "consumed_samples",
+                            "loss_scale", "skipped_iterations", "ms_per_iteration"}) {
+      EXPECT_TRUE(m.contains(key)) << key << " missing from " << m.dump();
+    }
+    const bool evaluated = m["iteration"] == 3 || m["iteration"] == 6;
+    EXPECT_EQ(m.contains("val_loss"), evaluated) << m.dump();
+  }
+  EXPECT_EQ(iterations, (std::vector<int>{2, 3, 4, 6}));
+  EXPECT_EQ(lines.back()["consumed_samples"], 24);
+  EXPECT_NE(r.out.find("validation loss at iteration 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" iteration       6/      6 | consumed samples:"), std::string::npos)
+      << r.out;
+}
+
+std::vector<double> losses(const std::string& args, const std::string& extra = "") {
+  test_support::TempDir dir;
+  const auto r = run_megatron("run " + kSmall + args + " logging.interval=1 --run-dir " +
+                              dir.path().string() + " " + extra);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<double> out;
+  for (const auto& m : metrics(dir.path())) out.push_back(m["lm_loss"].get<double>());
+  return out;
+}
+
+TEST(RunCommand, TheSameSeedGivesBitwiseTheSameLossesOnOneAndTwoThreads) {
+  const std::string args = "training.train_iters=4 model.hidden_dropout=0.1 "
+                           "model.attention_dropout=0.1";
+  const auto one = losses(args, "--threads 1");
+  const auto two = losses(args, "--threads 2");
+  ASSERT_EQ(one.size(), 4u);
+  EXPECT_EQ(one, two);
+}
+
+TEST(RunCommand, ADifferentSeedGivesDifferentLosses) {
+  EXPECT_NE(losses("training.train_iters=2"), losses("training.train_iters=2 training.seed=7"));
+}
+
+TEST(RunCommand, TrainingOnMockDataLowersTheLoss) {
+  const auto l = losses("training.train_iters=40 training.lr=3e-3");
+  ASSERT_EQ(l.size(), 40u);
+  EXPECT_LT(l.back(), l.front() - 1.0) << "first " << l.front() << ", last " << l.back();
+}
+
+TEST(RunCommand, ANonFiniteLossStopsTheRunNamingTheIteration) {
+  const auto r = run_megatron("run " + kSmall +
+                              "training.train_iters=20 training.lr=1e30 training.clip_grad=0 "
+                              "--run-dir /tmp/megatron-nan-test");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("megatron: error: iteration "), std::string::npos) << r.err;
+  std::filesystem::remove_all("/tmp/megatron-nan-test");
+}
+
+TEST(RunCommand, ATimeLimitStopsTheRunEarly) {
+  test_support::TempDir dir;
+  const auto r = run_megatron("run " + kSmall + "training.train_iters=100000 --time-limit 0.0001 "
+                              "--run-dir " + dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = metrics(dir.path());
+  ASSERT_FALSE(lines.empty());
+  EXPECT_LT(lines.back()["iteration"].get<int>(), 100000);
+  EXPECT_NE(r.err.find("time limit"), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, ABadOverrideIsRefusedWithOneLineAndExitCodeTwo) {
+  const auto r = run_megatron("run recipes/gpt-tiny.yaml training.lr=-1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("megatron: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(RunCommand, ALayoutNeedingSeveralRanksIsRefusedBeforeTraining) {
+  const auto r = run_megatron("run recipes/gpt-tiny.yaml parallel.tensor=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("megatron: error: "), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace megatron::cli

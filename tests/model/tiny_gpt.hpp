@@ -1,0 +1,69 @@
+// Small GPT configurations and inputs for model tests: every feature the recipe can switch on
+// (rotary, RMSNorm, SwiGLU, grouped-query attention, untied output, no biases) in shapes small
+// enough for finite differences over every weight.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "model/gpt_model.hpp"
+#include "tensor/host_io.hpp"
+
+namespace megatron::test_support {
+
+inline model::GptConfig tiny_gpt_config() {
+  return {.num_layers = 2,
+          .hidden = 8,
+          .heads = 2,
+          .groups = 2,
+          .head_dim = 4,
+          .ffn = 12,
+          .vocab = 11,
+          .padded_vocab = 16,
+          .seq_length = 5,
+          .max_positions = 6,
+          .hidden_dropout = 0.0,
+          .attention_dropout = 0.0,
+          .init_std = 0.2};
+}
+
+// Llama-shaped: rotary, RMSNorm, SwiGLU, GQA (4 heads, 2 groups), untied, no biases.
+inline model::GptConfig tiny_llama_config() {
+  model::GptConfig c = tiny_gpt_config();
+  c.heads = 4;
+  c.groups = 2;
+  c.head_dim = 4;
+  c.hidden = 12;
+  c.position = recipe::PositionEmbedding::Rotary;
+  c.norm = recipe::Norm::RmsNorm;
+  c.activation = recipe::Activation::Swiglu;
+  c.tie_embeddings = false;
+  c.linear_bias = false;
+  c.qkv_bias = false;
+  return c;
+}
+
+// batch x seq random tokens below vocab; labels the next random tokens; a mask with one zero.
+inline model::GptBatch tiny_batch(tensor::Backend& backend, const model::GptConfig& c,
+                                  int64_t batch, uint32_t seed = 7) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(c.vocab - 1));
+  const int64_t n = batch * c.seq_length;
+  std::vector<int32_t> tokens(n), labels(n), positions(n);
+  std::vector<float> mask(n, 1.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    tokens[i] = token(rng);
+    labels[i] = token(rng);
+    positions[i] = int32_t(i % c.seq_length);
+  }
+  mask[1] = 0.0f;
+  return {.batch = batch,
+          .seq = c.seq_length,
+          .tokens = tensor::from_ints(backend, tokens, {n}),
+          .labels = tensor::from_ints(backend, labels, {n}),
+          .loss_mask = tensor::from_floats(backend, mask, {n}),
+          .positions = tensor::from_ints(backend, positions, {n})};
+}
+
+}  // namespace megatron::test_support

@@ -1,0 +1,148 @@
+// The whole GPT against an independent PyTorch implementation (tests/model/reference_gpt.py):
+// the engine writes its weights, inputs, loss and gradients; the script rebuilds the model in
+// float64, differentiates it with autograd and compares.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/gpt_model.hpp"
+#include "model/tiny_gpt.hpp"
+#include "support/temp_dir.hpp"
+#include "tensor/cpu_backend.hpp"
+
+namespace megatron::model {
+namespace {
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+bool torch_available() {
+  return std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+}
+
+template <typename T>
+void write_raw(const std::filesystem::path& path, const std::vector<T>& values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(T)));
+}
+
+std::string name_of(recipe::Norm n) { return n == recipe::Norm::LayerNorm ? "layernorm" : "rmsnorm"; }
+std::string name_of(recipe::Activation a) {
+  switch (a) {
+    case recipe::Activation::Gelu: return "gelu";
+    case recipe::Activation::GeluTanh: return "gelu_tanh";
+    case recipe::Activation::Swiglu: return "swiglu";
+  }
+  return "?";
+}
+
+// Runs one forward and backward and writes everything the reference needs to `dir`.
+void dump(const GptConfig& c, int64_t batch_size, const std::filesystem::path& dir) {
+  tensor::CpuBackend b(2);
+  GptModel m(b, c);
+  m.initialise(1234);
+  const GptBatch batch = test_support::tiny_batch(b, c, batch_size, 99);
+  const Pass pass{.backend = b, .training = true, .seed = 1, .iteration = 1};
+  GptActivations saved;
+  const LossSum sum = m.forward(pass, batch, &saved);
+  m.backward(pass, batch, saved, float(1.0 / sum.tokens));
+
+  nlohmann::json params = nlohmann::json::array();
+  int index = 0;
+  for (const auto& p : m.parameters().all()) {
+    const std::string stem = "p" + std::to_string(index++);
+    write_raw(dir / (stem + ".value.f32"), tensor::to_floats(b, p->value));
+    write_raw(dir / (stem + ".grad.f32"), tensor::to_floats(b, p->grad));
+    params.push_back({{"name", p->name},
+                      {"shape", p->value.shape()},
+                      {"value", stem + ".value.f32"},
+                      {"grad", stem + ".grad.f32"}});
+  }
+  write_raw(dir / "tokens.i32", tensor::to_ints(b, batch.tokens));
+  write_raw(dir / "labels.i32", tensor::to_ints(b, batch.labels));
+  write_raw(dir / "positions.i32", tensor::to_ints(b, batch.positions));
+  write_raw(dir / "loss_mask.f32", tensor::to_floats(b, batch.loss_mask));
+  const nlohmann::json manifest{
+      {"config",
+       {{"num_layers", c.num_layers}, {"hidden", c.hidden}, {"heads", c.heads},
+        {"groups", c.groups}, {"head_dim", c.head_dim}, {"ffn", c.ffn}, {"vocab", c.vocab},
+        {"padded_vocab", c.padded_vocab}, {"seq_length", c.seq_length},
+        {"max_positions", c.max_positions},
+        {"position", c.position == recipe::PositionEmbedding::Learned ? "learned" : "rotary"},
+        {"rotary_base", c.rotary_base}, {"rotary_dim", c.rotary_dim()},
+        {"norm", name_of(c.norm)}, {"norm_eps", c.norm_eps},
+        {"activation", name_of(c.activation)}, {"tie_embeddings", c.tie_embeddings},
+        {"linear_bias", c.linear_bias}, {"qkv_bias", c.qkv_bias}}},
+      {"batch", batch_size},
+      {"seq", c.seq_length},
+      {"loss", sum.loss / sum.tokens},
+      {"parameters", params},
+      {"inputs",
+       {{"tokens", "tokens.i32"}, {"labels", "labels.i32"}, {"positions", "positions.i32"},
+        {"loss_mask", "loss_mask.f32"}}}};
+  std::ofstream(dir / "manifest.json") << manifest.dump(1);
+}
+
+// f32 engine against an f64 reference: each op rounds to f32 (relative 6e-8) and errors grow
+// with depth and with sums over up to a few hundred terms, so 1e-4 of each tensor's largest
+// gradient is ample for correct code yet far below any real mistake (a wrong scale, sign,
+// transpose or mask changes gradients at order 1).
+void expect_matches_torch(const GptConfig& c) {
+  if (!torch_available()) GTEST_SKIP() << "PyTorch is not installed for " << kPython;
+  test_support::TempDir dir;
+  dump(c, 3, dir.path());
+  const std::string command = std::string(kPython) + " " + MEGATRON_SOURCE_DIR +
+                              "/tests/model/reference_gpt.py --rtol 1e-4 --atol 1e-6 " +
+                              dir.path().string() + " > " + (dir.path() / "report.txt").string() +
+                              " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream report(dir.path() / "report.txt");
+  const std::string text((std::istreambuf_iterator<char>(report)), {});
+  EXPECT_EQ(status, 0) << text;
+}
+
+GptConfig reference_gpt() {
+  GptConfig c = test_support::tiny_gpt_config();
+  c.num_layers = 3;
+  c.hidden = 32;
+  c.heads = 4;
+  c.groups = 4;
+  c.head_dim = 8;
+  c.ffn = 64;
+  c.vocab = 50;
+  c.padded_vocab = 64;
+  c.seq_length = 24;
+  c.max_positions = 32;
+  c.init_std = 0.05;
+  return c;
+}
+
+TEST(GptAgainstPyTorch, GptShapedModelLossAndEveryGradientAgree) {
+  expect_matches_torch(reference_gpt());
+}
+
+TEST(GptAgainstPyTorch, LlamaShapedModelLossAndEveryGradientAgree) {
+  GptConfig c = reference_gpt();
+  c.groups = 2;
+  c.position = recipe::PositionEmbedding::Rotary;
+  c.norm = recipe::Norm::RmsNorm;
+  c.activation = recipe::Activation::Swiglu;
+  c.tie_embeddings = false;
+  c.linear_bias = false;
+  c.qkv_bias = false;
+  expect_matches_torch(c);
+}
+
+TEST(GptAgainstPyTorch, GeluTanhWithQkvBiasOnlyAgrees) {
+  GptConfig c = reference_gpt();
+  c.activation = recipe::Activation::GeluTanh;
+  c.linear_bias = false;
+  c.qkv_bias = true;
+  c.rotary_percent = 0.5;
+  c.position = recipe::PositionEmbedding::Rotary;
+  expect_matches_torch(c);
+}
+
+}  // namespace
+}  // namespace megatron::model
