@@ -10,7 +10,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   libutf8proc-dev libsimdjson-dev libzstd-dev zlib1g-dev libsentencepiece-dev
-  libhdf5-dev libopenblas-dev libopenmpi-dev openmpi-bin
+  libhdf5-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(python3-torch python3-numpy)

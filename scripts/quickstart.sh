@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# From a fresh clone to a first result: installs what is missing, builds, and runs the
-# bundled tiny GPT recipe. Until `megatron run` lands, it plans that recipe on the CPU and
-# preprocesses the bundled corpus into Megatron's indexed format.
+# From a fresh clone to a first trained model: installs what is missing, builds, tokenizes the
+# bundled Jane Austen corpus into Megatron's indexed format, and trains the tiny GPT recipe on
+# it on the CPU for a few minutes, printing the falling loss and the validation perplexity.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,11 +14,8 @@ megatron=build/default/bin/megatron
 echo "==> $megatron --version"
 "$megatron" --version
 echo
-echo "==> $megatron recipe show recipes/gpt-tiny.yaml"
-"$megatron" recipe show recipes/gpt-tiny.yaml
-echo
 echo "==> $megatron plan recipes/gpt-tiny.yaml"
-"$megatron" plan recipes/gpt-tiny.yaml
+"$megatron" plan recipes/gpt-tiny.yaml | sed -n '/^Memory per rank/,/^$/p;/^Estimate/,$p'
 echo
 mkdir -p build/quickstart
 echo "==> $megatron preprocess (the bundled Austen corpus, GPT-2 BPE)"
@@ -26,7 +23,16 @@ echo "==> $megatron preprocess (the bundled Austen corpus, GPT-2 BPE)"
   --tokenizer gpt2-bpe --vocab-file data/tokenizers/gpt2/vocab.json \
   --merge-file data/tokenizers/gpt2/merges.txt --append-eod --workers "$(nproc)"
 echo
-echo "==> $megatron data inspect build/quickstart/austen_text_document"
-"$megatron" data inspect build/quickstart/austen_text_document
+run_dir=build/quickstart/run
+rm -rf "$run_dir"
+echo "==> $megatron run recipes/gpt-tiny.yaml on the Austen corpus (at most 3 minutes)"
+"$megatron" run recipes/gpt-tiny.yaml data.mock=false \
+  "data.prefixes=[$PWD/build/quickstart/austen_text_document]" \
+  training.train_iters=150 eval.interval=25 --time-limit 3 --run-dir "$run_dir" \
+  | tee build/quickstart/log.txt
+mv build/quickstart/log.txt "$run_dir/log.txt"
 echo
-echo "Next: $megatron plan recipes/gpt-175b.yaml  (or any recipe in recipes/; see README.md)"
+echo "==> validation loss over the run (an untrained model's perplexity is about the vocabulary, 50,000)"
+grep "validation loss" "$run_dir/log.txt"
+echo
+echo "Metrics: $run_dir/metrics.jsonl. Next: $megatron plan recipes/gpt-175b.yaml, or see README.md"
