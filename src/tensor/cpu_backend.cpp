@@ -25,8 +25,11 @@ CpuBackend::CpuBackend(int threads) {
 }
 
 std::string CpuBackend::description() const {
-  return "cpu (OpenBLAS " + std::string(openblas_get_config()).substr(0, 16) + ", " +
-         std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");
+  // openblas_get_config() reads like "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64".
+  std::string config = openblas_get_config();
+  const auto version_end = config.find(' ', config.find(' ') + 1);
+  return "cpu (" + config.substr(0, version_end) + ", " + std::to_string(threads_) +
+         (threads_ == 1 ? " thread)" : " threads)");
 }
 
 Tensor CpuBackend::empty(const Shape& shape, DType dtype) {
@@ -82,9 +85,14 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   });
 }
 
-void CpuBackend::read(const Tensor& x, void* host) { std::memcpy(host, x.raw(), x.bytes()); }
+// Empty tensors may come with null host pointers, which memcpy must never see.
+void CpuBackend::read(const Tensor& x, void* host) {
+  if (x.bytes()) std::memcpy(host, x.raw(), x.bytes());
+}
 
-void CpuBackend::write(Tensor& x, const void* host) { std::memcpy(x.raw(), host, x.bytes()); }
+void CpuBackend::write(Tensor& x, const void* host) {
+  if (x.bytes()) std::memcpy(x.raw(), host, x.bytes());
+}
 
 MemoryStats CpuBackend::memory() const {
   return {.allocated_bytes = counters_->allocated.load(), .peak_bytes = counters_->peak.load()};

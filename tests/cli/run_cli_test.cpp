@@ -73,7 +73,7 @@ TEST(RunCommand, ADifferentSeedGivesDifferentLosses) {
 }
 
 TEST(RunCommand, TrainingOnMockDataLowersTheLoss) {
-  const auto l = losses("training.train_iters=40 training.lr=3e-3");
+  const auto l = losses("training.train_iters=40 training.lr=1e-2");
   ASSERT_EQ(l.size(), 40u);
   EXPECT_LT(l.back(), l.front() - 1.0) << "first " << l.front() << ", last " << l.back();
 }

@@ -1,0 +1,271 @@
+// CpuBackend: layer norm and RMS norm over the last dimension, forward and backward.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/cpu_backend.hpp"
+#include "tensor/cpu_dispatch.hpp"
+#include "tensor/cpu_f32.hpp"
+
+namespace megatron::tensor {
+namespace {
+
+using cpu::Floats;
+
+// Row sums are accumulated in this many independent f32 lanes and the lanes added in a fixed
+// tree: the compiler may not reorder a single float accumulator into vector lanes itself.
+constexpr int kLanes = 16;
+
+inline float reduce_lanes(float* acc) {
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+  }
+  return acc[0];
+}
+
+inline float row_sum(const float* x, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
+  }
+  for (int l = 0; i < n; ++i, ++l) acc[l] += x[i];
+  return reduce_lanes(acc);
+}
+
+// sum (x - center)^2
+inline float row_sum_squares(const float* x, float center, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const float d = x[i + l] - center;
+      acc[l] += d * d;
+    }
+  }
+  for (int l = 0; i < n; ++i, ++l) acc[l] += (x[i] - center) * (x[i] - center);
+  return reduce_lanes(acc);
+}
+
+inline float row_dot(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (int l = 0; i < n; ++i, ++l) acc[l] += a[i] * b[i];
+  return reduce_lanes(acc);
+}
+
+struct Rows {
+  int64_t n = 0;
+  int64_t c = 0;
+};
+
+// x viewed as [n, c] over its last dimension, with a parameter of c elements.
+Rows norm_rows(const Tensor& x, const Tensor& gamma, const char* op) {
+  cpu::require(x.rank() >= 1, op, "expected at least one dimension, got a scalar");
+  const int64_t c = x.dim(-1);
+  cpu::require(gamma.numel() == c, op,
+               "gamma " + to_string(gamma.shape()) + " for rows of " + to_string(x.shape()));
+  return {c == 0 ? 0 : x.numel() / c, c};
+}
+
+// A per-row statistic (mean, rstd): f32 with one element per row.
+float* row_stat(const Tensor& t, int64_t n, const char* op, const char* what) {
+  cpu::require(t.dtype() == DType::F32 && t.numel() == n, op,
+               std::string(what) + " must be f32 with " + std::to_string(n) + " elements, got " +
+                   std::string(name(t.dtype())) + " " + to_string(t.shape()));
+  return t.data<float>();
+}
+
+// A parameter gradient: f32 with c elements, accumulated into.
+float* param_grad(const Tensor& t, int64_t c, const char* op, const char* what) {
+  cpu::require(t.dtype() == DType::F32 && t.numel() == c, op,
+               std::string(what) + " must be f32 with " + std::to_string(c) + " elements, got " +
+                   std::string(name(t.dtype())) + " " + to_string(t.shape()));
+  return t.data<float>();
+}
+
+std::vector<float> as_f32(const Tensor& t, const char* op) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  const float* values = cpu::load_f32(cpu::floats(t, op), 0, t.numel(), out.data());
+  if (values != out.data()) std::copy(values, values + t.numel(), out.data());
+  return out;
+}
+
+// Per-thread f32 staging for one row of each of `count` tensors.
+struct RowBuffers {
+  RowBuffers(int64_t c, int count) : storage(static_cast<size_t>(c * count)), c(c) {}
+  float* operator[](int i) { return storage.data() + i * c; }
+  std::vector<float> storage;
+  int64_t c;
+};
+
+}  // namespace
+
+void CpuBackend::layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    float eps, Tensor& y, Tensor& mean, Tensor& rstd) {
+  const char* op = "layer_norm_forward";
+  const Rows r = norm_rows(x, gamma, op);
+  cpu::require(beta.numel() == r.c, op,
+               "beta " + to_string(beta.shape()) + " for " + to_string(x.shape()));
+  cpu::require_numel(x, y, op);
+  float* mean_out = row_stat(mean, r.n, op, "mean");
+  float* rstd_out = row_stat(rstd, r.n, op, "rstd");
+  const Floats fx = cpu::floats(x, op), fy = cpu::floats(y, op);
+  const std::vector<float> g = as_f32(gamma, op), b = as_f32(beta, op);
+  const int64_t c = r.c;
+#pragma omp parallel if (x.numel() >= cpu::kParallelMin)
+  {
+    RowBuffers buffers(c, 2);
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < r.n; ++row) {
+      const float* xs = cpu::load_f32(fx, row * c, c, buffers[0]);
+      float* ys = cpu::f32_target(fy, row * c, buffers[1]);
+      const float mu = row_sum(xs, c) / static_cast<float>(c);
+      const float var = row_sum_squares(xs, mu, c) / static_cast<float>(c);
+      const float rs = 1.0f / std::sqrt(var + eps);
+      for (int64_t j = 0; j < c; ++j) ys[j] = (xs[j] - mu) * rs * g[j] + b[j];
+      cpu::store_f32(fy, row * c, c, ys);
+      mean_out[row] = mu;
+      rstd_out[row] = rs;
+    }
+  }
+}
+
+// dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy gamma, xhat = (x - mean) rstd;
+// dgamma += sum over rows of dy xhat, dbeta += sum of dy, by fixed row blocks.
+void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& rstd, Tensor& dx,
+                                     Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "layer_norm_backward";
+  const Rows r = norm_rows(x, gamma, op);
+  cpu::require_numel(x, dy, op);
+  cpu::require_numel(x, dx, op);
+  const float* mean_in = row_stat(mean, r.n, op, "mean");
+  const float* rstd_in = row_stat(rstd, r.n, op, "rstd");
+  float* dgamma_out = param_grad(dgamma, r.c, op, "dgamma");
+  float* dbeta_out = param_grad(dbeta, r.c, op, "dbeta");
+  const Floats fdy = cpu::floats(dy, op), fx = cpu::floats(x, op), fdx = cpu::floats(dx, op);
+  const std::vector<float> gamma_values = as_f32(gamma, op);
+  const float* gam = gamma_values.data();
+  const int64_t c = r.c;
+  const cpu::RowBlocks blocks = cpu::row_blocks(r.n);
+  if (blocks.count == 0 || c == 0) return;
+  // Block b's partial dgamma, then (after all blocks) the partial dbetas.
+  float* partial = cpu::thread_scratch(static_cast<size_t>(2 * blocks.count * c));
+  float* partial_beta = partial + blocks.count * c;
+  const float inv_c = 1.0f / static_cast<float>(c);
+#pragma omp parallel if (x.numel() >= cpu::kParallelMin)
+  {
+    RowBuffers buffers(c, 5);
+    float* xhat = buffers[3];
+    float* gg = buffers[4];
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks.count; ++b) {
+      float* pg = partial + b * c;
+      float* pb = partial_beta + b * c;
+      std::fill(pg, pg + c, 0.0f);
+      std::fill(pb, pb + c, 0.0f);
+      const int64_t end = std::min(r.n, (b + 1) * blocks.rows);
+      for (int64_t row = b * blocks.rows; row < end; ++row) {
+        const float* xs = cpu::load_f32(fx, row * c, c, buffers[0]);
+        const float* g = cpu::load_f32(fdy, row * c, c, buffers[1]);
+        const float mu = mean_in[row], rs = rstd_in[row];
+        // Two loops, not one: one loop over all seven arrays needs more run-time alias checks
+        // than the compiler will emit, and then does not vectorise at all.
+        for (int64_t j = 0; j < c; ++j) {
+          xhat[j] = (xs[j] - mu) * rs;
+          gg[j] = g[j] * gam[j];
+        }
+        for (int64_t j = 0; j < c; ++j) {
+          pg[j] += g[j] * xhat[j];
+          pb[j] += g[j];
+        }
+        const float mean_g = row_sum(gg, c) * inv_c;
+        const float mean_gx = row_dot(gg, xhat, c) * inv_c;
+        float* d = cpu::f32_target(fdx, row * c, buffers[2]);
+        for (int64_t j = 0; j < c; ++j) d[j] = rs * (gg[j] - mean_g - xhat[j] * mean_gx);
+        cpu::store_f32(fdx, row * c, c, d);
+      }
+    }
+  }
+  cpu::add_partials(partial, blocks.count, c, dgamma_out);
+  cpu::add_partials(partial_beta, blocks.count, c, dbeta_out);
+}
+
+void CpuBackend::rms_norm_forward(const Tensor& x, const Tensor& gamma, float eps, Tensor& y,
+                                  Tensor& rstd) {
+  const char* op = "rms_norm_forward";
+  const Rows r = norm_rows(x, gamma, op);
+  cpu::require_numel(x, y, op);
+  float* rstd_out = row_stat(rstd, r.n, op, "rstd");
+  const Floats fx = cpu::floats(x, op), fy = cpu::floats(y, op);
+  const std::vector<float> g = as_f32(gamma, op);
+  const int64_t c = r.c;
+#pragma omp parallel if (x.numel() >= cpu::kParallelMin)
+  {
+    RowBuffers buffers(c, 2);
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < r.n; ++row) {
+      const float* xs = cpu::load_f32(fx, row * c, c, buffers[0]);
+      float* ys = cpu::f32_target(fy, row * c, buffers[1]);
+      const float rs = 1.0f / std::sqrt(row_sum_squares(xs, 0.0f, c) / static_cast<float>(c) + eps);
+      for (int64_t j = 0; j < c; ++j) ys[j] = xs[j] * rs * g[j];
+      cpu::store_f32(fy, row * c, c, ys);
+      rstd_out[row] = rs;
+    }
+  }
+}
+
+// dx = rstd (g - xhat mean(g xhat)) with g = dy gamma, xhat = x rstd; dgamma += sum dy xhat.
+void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                   const Tensor& rstd, Tensor& dx, Tensor& dgamma) {
+  const char* op = "rms_norm_backward";
+  const Rows r = norm_rows(x, gamma, op);
+  cpu::require_numel(x, dy, op);
+  cpu::require_numel(x, dx, op);
+  const float* rstd_in = row_stat(rstd, r.n, op, "rstd");
+  float* dgamma_out = param_grad(dgamma, r.c, op, "dgamma");
+  const Floats fdy = cpu::floats(dy, op), fx = cpu::floats(x, op), fdx = cpu::floats(dx, op);
+  const std::vector<float> gamma_values = as_f32(gamma, op);
+  const float* gam = gamma_values.data();
+  const int64_t c = r.c;
+  const cpu::RowBlocks blocks = cpu::row_blocks(r.n);
+  if (blocks.count == 0 || c == 0) return;
+  float* partial = cpu::thread_scratch(static_cast<size_t>(blocks.count * c));
+  const float inv_c = 1.0f / static_cast<float>(c);
+#pragma omp parallel if (x.numel() >= cpu::kParallelMin)
+  {
+    RowBuffers buffers(c, 5);
+    float* xhat = buffers[3];
+    float* gg = buffers[4];
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks.count; ++b) {
+      float* pg = partial + b * c;
+      std::fill(pg, pg + c, 0.0f);
+      const int64_t end = std::min(r.n, (b + 1) * blocks.rows);
+      for (int64_t row = b * blocks.rows; row < end; ++row) {
+        const float* xs = cpu::load_f32(fx, row * c, c, buffers[0]);
+        const float* g = cpu::load_f32(fdy, row * c, c, buffers[1]);
+        const float rs = rstd_in[row];
+        for (int64_t j = 0; j < c; ++j) {
+          const float xh = xs[j] * rs;
+          xhat[j] = xh;
+          gg[j] = g[j] * gam[j];
+          pg[j] += g[j] * xh;
+        }
+        const float mean_gx = row_dot(gg, xhat, c) * inv_c;
+        float* d = cpu::f32_target(fdx, row * c, buffers[2]);
+        for (int64_t j = 0; j < c; ++j) d[j] = rs * (gg[j] - xhat[j] * mean_gx);
+        cpu::store_f32(fdx, row * c, c, d);
+      }
+    }
+  }
+  cpu::add_partials(partial, blocks.count, c, dgamma_out);
+}
+
+}  // namespace megatron::tensor
