@@ -7,13 +7,55 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "tensor/cpu_dispatch.hpp"
 
 namespace megatron::tensor {
 
-CpuBackend::CpuBackend(int threads) {
+struct CpuBackend::Pool {
+  std::mutex mutex;
+  int64_t allocated = 0;  // live tensor bytes (as requested)
+  int64_t peak = 0;
+  int64_t cached = 0;     // bytes of free buffers kept for reuse
+  std::unordered_map<size_t, std::vector<std::byte*>> free;  // by rounded size
+
+  std::byte* take(size_t rounded, int64_t bytes) {
+    std::lock_guard lock(mutex);
+    allocated += bytes;
+    peak = std::max(peak, allocated);
+    auto it = free.find(rounded);
+    if (it == free.end() || it->second.empty()) return nullptr;
+    std::byte* p = it->second.back();
+    it->second.pop_back();
+    cached -= int64_t(rounded);
+    return p;
+  }
+  void give_back(std::byte* p, size_t rounded, int64_t bytes) {
+    std::lock_guard lock(mutex);
+    allocated -= bytes;
+    free[rounded].push_back(p);
+    cached += int64_t(rounded);
+  }
+  void untrack(int64_t bytes) {
+    std::lock_guard lock(mutex);
+    allocated -= bytes;
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    for (auto& [size, blocks] : free) {
+      for (std::byte* p : blocks) std::free(p);
+    }
+    free.clear();
+    cached = 0;
+  }
+  ~Pool() { release(); }
+};
+
+CpuBackend::CpuBackend(int threads) : pool_(std::make_shared<Pool>()) {
   if (threads <= 0) {
     const char* env = std::getenv("OMP_NUM_THREADS");
     threads = env ? std::atoi(env) : 0;
@@ -23,6 +65,8 @@ CpuBackend::CpuBackend(int threads) {
   omp_set_num_threads(threads_);
   openblas_set_num_threads(threads_);
 }
+
+CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::description() const {
   // openblas_get_config() reads like "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64".
@@ -36,15 +80,14 @@ Tensor CpuBackend::empty(const Shape& shape, DType dtype) {
   const int64_t bytes = tensor::numel(shape) * static_cast<int64_t>(size_of(dtype));
   // 64-byte alignment: whole cache lines and aligned AVX-512 loads.
   const size_t rounded = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
-  auto* memory = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
-  if (!memory) throw std::bad_alloc();
-  const int64_t now = counters_->allocated.fetch_add(bytes) + bytes;
-  int64_t peak = counters_->peak.load();
-  while (now > peak && !counters_->peak.compare_exchange_weak(peak, now)) {
+  std::byte* memory = pool_->take(rounded, bytes);
+  if (!memory) memory = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (!memory) {
+    pool_->untrack(bytes);
+    throw std::bad_alloc();
   }
-  std::shared_ptr<std::byte> buffer(memory, [counters = counters_, bytes](std::byte* p) {
-    counters->allocated.fetch_sub(bytes);
-    std::free(p);
+  std::shared_ptr<std::byte> buffer(memory, [pool = pool_, rounded, bytes](std::byte* p) {
+    pool->give_back(p, rounded, bytes);
   });
   return Tensor(std::move(buffer), 0, shape, dtype, Device::Cpu);
 }
@@ -95,9 +138,20 @@ void CpuBackend::write(Tensor& x, const void* host) {
 }
 
 MemoryStats CpuBackend::memory() const {
-  return {.allocated_bytes = counters_->allocated.load(), .peak_bytes = counters_->peak.load()};
+  std::lock_guard lock(pool_->mutex);
+  return {.allocated_bytes = pool_->allocated, .peak_bytes = pool_->peak};
 }
 
-void CpuBackend::reset_peak_memory() { counters_->peak.store(counters_->allocated.load()); }
+void CpuBackend::reset_peak_memory() {
+  std::lock_guard lock(pool_->mutex);
+  pool_->peak = pool_->allocated;
+}
+
+void CpuBackend::release_cached_memory() { pool_->release(); }
+
+int64_t CpuBackend::cached_bytes() const {
+  std::lock_guard lock(pool_->mutex);
+  return pool_->cached;
+}
 
 }  // namespace megatron::tensor

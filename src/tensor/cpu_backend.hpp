@@ -2,7 +2,7 @@
 // f32 math. Its ops are defined across cpu_*.cpp, one file per family.
 #pragma once
 
-#include <atomic>
+#include <memory>
 
 #include "tensor/backend.hpp"
 
@@ -12,6 +12,7 @@ class CpuBackend final : public Backend {
  public:
   // threads <= 0: OMP_NUM_THREADS when set, else every core.
   explicit CpuBackend(int threads = 0);
+  ~CpuBackend() override;
   int threads() const { return threads_; }
 
   Device device() const override { return Device::Cpu; }
@@ -24,6 +25,9 @@ class CpuBackend final : public Backend {
   void write(Tensor& x, const void* host) override;
   MemoryStats memory() const override;
   void reset_peak_memory() override;
+  // Returns cached free buffers to the system.
+  void release_cached_memory();
+  int64_t cached_bytes() const;
 
   void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
             float beta) override;
@@ -87,12 +91,12 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_ = 1;
-  // Shared with the buffers' deleters, which may outlive nothing but must update the counts.
-  struct Counters {
-    std::atomic<int64_t> allocated{0};
-    std::atomic<int64_t> peak{0};
-  };
-  std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
+  // Freed buffers are kept by size and handed out again: a training step allocates the same
+  // sizes every iteration, and fresh large allocations would be mmap'd and page-faulted (the
+  // kernel zeroing every page) each time. Shared with the buffers' deleters, which may outlive
+  // the backend.
+  struct Pool;
+  std::shared_ptr<Pool> pool_;
 };
 
 }  // namespace megatron::tensor

@@ -160,6 +160,10 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   int64_t interval_iters = 0, interval_tokens = 0;
   result.stop_reason = "reached train iterations";
 
+  if (evaluating && data.valid) {
+    // Where training starts from: an untrained model scores about log(vocabulary).
+    log.validation(0, evaluate(backend, model, *data.valid, c));
+  }
   for (int64_t iteration = 1; iteration <= d.train_iters; ++iteration) {
     const auto step_start = Clock::now();
     const int64_t global_batch = batches.global_batch_at(consumed);
