@@ -25,10 +25,10 @@ echo "==> $megatron preprocess (the bundled Austen corpus, GPT-2 BPE)"
 echo
 run_dir=build/quickstart/run
 rm -rf "$run_dir"
-echo "==> $megatron run recipes/gpt-tiny.yaml on the Austen corpus (at most 3 minutes)"
+echo "==> $megatron run recipes/gpt-tiny.yaml on the Austen corpus (at most 2.5 minutes)"
 "$megatron" run recipes/gpt-tiny.yaml data.mock=false \
   "data.prefixes=[$PWD/build/quickstart/austen_text_document]" \
-  training.train_iters=150 eval.interval=25 --time-limit 3 --run-dir "$run_dir" \
+  training.train_iters=150 eval.interval=25 --time-limit 2.5 --run-dir "$run_dir" \
   | tee build/quickstart/log.txt
 mv build/quickstart/log.txt "$run_dir/log.txt"
 echo

@@ -1,5 +1,7 @@
 #include "model/gpt_model.hpp"
 
+#include <algorithm>
+
 namespace megatron::model {
 
 using tensor::DType;
@@ -94,15 +96,25 @@ void GptModel::backward(const Pass& pass, const GptBatch& batch, GptActivations&
     saved.logits = {};
     b.cross_entropy_backward(dlogits, batch.labels, saved.lse, dloss, dlogits);
     saved.lse = {};
-    if (config_.dtype != DType::F32) {
-      // As Megatron, the gradient leaves the f32 loss in the model's dtype.
-      Tensor narrow = b.empty(dlogits.shape(), config_.dtype);
-      b.copy(dlogits, narrow);
-      dlogits = std::move(narrow);
-    }
-    b.gemm(dlogits, true, saved.final_ln, false, out.grad, 1.0f, 1.0f);
     Tensor dfinal_ln = b.empty({tokens, config_.hidden}, config_.dtype);
-    b.gemm(dlogits, false, out.value, false, dfinal_ln);
+    if (config_.dtype == DType::F32) {
+      b.gemm(dlogits, true, saved.final_ln, false, out.grad, 1.0f, 1.0f);
+      b.gemm(dlogits, false, out.value, false, dfinal_ln);
+    } else {
+      // As Megatron, the gradient leaves the f32 loss in the model's dtype; it is narrowed a
+      // block of rows at a time, so no second vocabulary-sized tensor ever exists.
+      const int64_t rows = std::clamp<int64_t>((int64_t{1} << 22) / config_.padded_vocab, 1, tokens);
+      Tensor narrow = b.empty({rows, config_.padded_vocab}, config_.dtype);
+      for (int64_t first = 0; first < tokens; first += rows) {
+        const int64_t last = std::min(tokens, first + rows);
+        Tensor block = narrow.slice(0, last - first);
+        b.copy(dlogits.slice(first, last), block);
+        b.gemm(block, true, saved.final_ln.slice(first, last), false, out.grad, 1.0f, 1.0f);
+        Tensor dx = dfinal_ln.slice(first, last);
+        b.gemm(block, false, out.value, false, dx);
+      }
+    }
+    dlogits = {};
     saved.final_ln = {};
     dx = final_norm_->backward(b, dfinal_ln, saved.final_input, saved.final_norm);
     saved.final_input = {};

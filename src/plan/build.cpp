@@ -19,6 +19,7 @@ Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& h
   plan.stages = assign_stages(x, chunks);
   plan.parameters = count_parameters(x, plan.stages);
   fill_memory(x, plan.stages);
+  for (Stage& stage : plan.stages) stage.memory.runtime = hardware.runtime_overhead_bytes;
   plan.peak_stage = peak_stage(plan.stages);
   plan.peak_rank = plan.stages[plan.peak_stage].memory;
   plan.flops = count_flops(x, plan.stages);

@@ -19,6 +19,8 @@ struct HardwareProfile {
   double intra_node_bandwidth = 0;  // bytes/s per device, one direction (NVLink)
   double inter_node_bandwidth = 0;  // bytes/s per device, one direction (InfiniBand)
   double dp_overlap = 0;            // fraction of data-parallel communication hidden by compute
+  // Memory every rank's process takes besides tensors; 0 where not yet measured.
+  double runtime_overhead_bytes = 0;
 };
 
 const std::vector<HardwareProfile>& hardware_profiles();

@@ -26,7 +26,8 @@ struct MemoryBreakdown {  // bytes on one rank
   double gradients = 0;
   double optimizer = 0;     // master weights + moments (sharded under the distributed optimizer)
   double activations = 0;   // all micro-batches in flight on this stage
-  double total() const { return weights + gradients + optimizer + activations; }
+  double runtime = 0;       // the process itself: code, libraries, BLAS buffers (per hardware)
+  double total() const { return weights + gradients + optimizer + activations + runtime; }
 };
 
 struct Stage {

@@ -10,6 +10,7 @@ nlohmann::json memory_json(const MemoryBreakdown& m) {
           {"gradients", m.gradients},
           {"optimizer", m.optimizer},
           {"activations", m.activations},
+          {"runtime", m.runtime},
           {"total", m.total()}};
 }
 

@@ -109,6 +109,7 @@ void memory_section(std::ostringstream& out, const Plan& plan) {
   out << fmt::format("  activations  {:>11}  ({} per micro-batch x {:.2f} in flight)\n",
                      bytes_text(m.activations), bytes_text(peak.activation_bytes_per_microbatch),
                      peak.microbatches_in_flight);
+  if (m.runtime > 0) out << fmt::format("  runtime      {:>11}  (the process: code, libraries, BLAS buffers)\n", bytes_text(m.runtime));
   const HardwareProfile* hw = profile_named(plan.estimate.hardware);
   const std::string device = hw ? fmt::format(" of {} on {}", gib(hw->memory_bytes), hw->name) : "";
   out << fmt::format("  total        {:>11}{}: {}\n", bytes_text(m.total()), device,
