@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@ int64_t peak_rss_bytes() {
   getrusage(RUSAGE_SELF, &usage);
   return int64_t(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
+
+double perplexity(double loss) { return std::exp(std::min(loss, 20.0)); }
 
 MetricsLog::MetricsLog(const std::filesystem::path& run_dir)
     : jsonl_(run_dir / "metrics.jsonl", std::ios::app) {
@@ -55,7 +58,7 @@ void MetricsLog::log(const IterationMetrics& m) {
 }
 
 void MetricsLog::validation(int64_t iteration, double loss) {
-  const double ppl = std::exp(std::min(loss, 20.0));
+  const double ppl = perplexity(loss);
   std::cout << fmt::format(" validation loss at iteration {} | lm loss value: {:.6E} | lm loss "
                            "PPL: {:.6E}",
                            iteration, loss, ppl)

@@ -40,5 +40,7 @@ class MetricsLog {
 };
 
 int64_t peak_rss_bytes();
+// exp(loss), capped at exp(20) so a diverged model still prints a number.
+double perplexity(double loss);
 
 }  // namespace megatron::train

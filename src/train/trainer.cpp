@@ -129,7 +129,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                               .eps = r.training.adam_eps,
                               .weight_decay = r.training.weight_decay,
                               .momentum = r.training.sgd_momentum});
-  optim::LossScaler scaler(scaler_config(r.precision));
+  const optim::LossScalerConfig scaling = scaler_config(r.precision);
+  optim::LossScaler scaler(scaling);
   const optim::LrSchedule schedule = lr_schedule(c);
   const BatchSchedule batches{.global_batch = r.training.global_batch_size,
                               .micro_batch = r.training.micro_batch_size,
@@ -187,7 +188,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     const double grad_norm = optimizer.grad_norm(1.0 / loss_scale);
     const bool overflow = !std::isfinite(grad_norm) || !std::isfinite(loss);
     const double lr = optim::learning_rate(schedule, iteration);
-    if (overflow && r.precision.dtype == recipe::DType::F16 && scaler_config(r.precision).dynamic) {
+    if (overflow && scaling.dynamic) {
       ++skipped;
       scaler.update(true);
     } else if (overflow) {
@@ -239,7 +240,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                          .rss_peak_bytes = peak_rss_bytes()};
       if (val) {
         m.val_loss = *val;
-        m.val_ppl = std::exp(std::min(*val, 20.0));
+        m.val_ppl = perplexity(*val);
       }
       log.log(m);
       interval_loss = interval_seconds = 0.0;

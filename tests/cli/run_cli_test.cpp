@@ -117,8 +117,8 @@ TEST(RunCommand, F16FromTheDefaultScaleSkipsOverflowingStepsThenTrains) {
 
 // The quickstart's promise on a slice of the bundled corpus: an untrained model scores about
 // log(50304) = 10.8 nats; 40 small steps must take validation below 8 (measured: about 6.9).
-TEST(RunCommand, TrainingOnTheBundledCorpusLowersTheValidationLossSubstantially) {
-  test_support::TempDir dir;
+// The first 25 documents of the bundled corpus, GPT-2 tokenized into `dir`; returns the prefix.
+std::string austen_slice(const test_support::TempDir& dir) {
   {
     std::ifstream corpus(std::string(MEGATRON_SOURCE_DIR) + "/data/corpora/austen.jsonl");
     std::ofstream slice(dir.path() / "austen.jsonl");
@@ -130,13 +130,19 @@ TEST(RunCommand, TrainingOnTheBundledCorpusLowersTheValidationLossSubstantially)
       "preprocess --input " + prefix + ".jsonl --output-prefix " + prefix +
       " --tokenizer gpt2-bpe --vocab-file data/tokenizers/gpt2/vocab.json --merge-file "
       "data/tokenizers/gpt2/merges.txt --append-eod --workers 1");
-  ASSERT_EQ(pre.exit_code, 0) << pre.err;
+  EXPECT_EQ(pre.exit_code, 0) << pre.err;
+  return prefix + "_text_document";
+}
+
+TEST(RunCommand, TrainingOnTheBundledCorpusLowersTheValidationLossSubstantially) {
+  test_support::TempDir dir;
+  const std::string prefix = austen_slice(dir);
   const auto r = run_megatron(
       "run --threads 1 recipes/gpt-tiny.yaml model.num_layers=2 model.hidden_size=64 "
       "model.num_attention_heads=2 data.seq_length=64 training.micro_batch_size=4 "
       "training.global_batch_size=4 training.lr_warmup_iters=5 training.train_iters=40 "
       "training.lr=5e-3 logging.interval=20 eval.interval=40 eval.iters=2 data.mock=false "
-      "'data.prefixes=[" + prefix + "_text_document]' --run-dir " + (dir.path() / "run").string());
+      "'data.prefixes=[" + prefix + "]' --run-dir " + (dir.path() / "run").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("validation loss at iteration 0 | lm loss value: 1.0"), std::string::npos)
       << r.out;
@@ -164,6 +170,18 @@ TEST(RunCommand, TheBatchRampsUpAsMegatronsRampupBatchSize) {
   std::vector<int> batches;
   for (const auto& m : metrics(dir.path())) batches.push_back(m["global_batch_size"].get<int>());
   EXPECT_EQ(batches, (std::vector<int>{2, 2, 4, 4}));
+}
+
+TEST(RunCommand, ADatasetWithIdsBeyondTheVocabularyIsRefusedWithExitCodeTwo) {
+  test_support::TempDir dir;
+  const std::string prefix = austen_slice(dir);
+  // GPT-2 ids run to 50256; a model told its vocabulary has 96 entries cannot embed them.
+  const auto r = run_megatron("run " + kSmall + "training.train_iters=2 data.mock=false "
+                              "'data.prefixes=[" + prefix + "]' --run-dir " +
+                              (dir.path() / "run").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("megatron: error: sample "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outside model.vocab_size 96"), std::string::npos) << r.err;
 }
 
 TEST(RunCommand, ANonFiniteLossStopsTheRunNamingTheIteration) {

@@ -11,6 +11,7 @@
 #include "tensor/cpu_backend.hpp"
 #include "tensor/gradcheck.hpp"
 #include "tensor/host_io.hpp"
+#include "tensor/scoped_threads.hpp"
 
 namespace megatron::tensor {
 namespace {
@@ -19,16 +20,7 @@ using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
 using test_support::random_values;
 
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int threads) : saved_(omp_get_max_threads()) {
-    omp_set_num_threads(threads);
-  }
-  ~ScopedThreads() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+using test_support::ScopedThreads;
 
 constexpr float kEps = 1e-5f;
 

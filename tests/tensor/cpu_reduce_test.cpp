@@ -12,22 +12,14 @@
 #include "tensor/cpu_backend.hpp"
 #include "tensor/gradcheck.hpp"
 #include "tensor/host_io.hpp"
+#include "tensor/scoped_threads.hpp"
 
 namespace megatron::tensor {
 namespace {
 
 using test_support::random_values;
 
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int threads) : saved_(omp_get_max_threads()) {
-    omp_set_num_threads(threads);
-  }
-  ~ScopedThreads() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+using test_support::ScopedThreads;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
