@@ -1,0 +1,49 @@
+// The Communicator: collectives and point-to-point transfers between the ranks of one process
+// group, on tensors of one device. MPI implements it for CPU tensors (mpi_communicator.hpp);
+// NCCL will for GPU tensors. Groups come from split(), as Megatron's process groups do.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tensor/tensor.hpp"
+
+namespace megatron::dist {
+
+enum class ReduceOp { Sum, Max };
+
+// A non-blocking operation in flight; wait() completes it (and rethrows its failure).
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // e.g. "world", "tp", for messages
+
+  // In place over every rank. Floating tensors of any dtype reduce in f32 or wider.
+  virtual void all_reduce(tensor::Tensor& x, ReduceOp op = ReduceOp::Sum) = 0;
+  virtual std::unique_ptr<Request> all_reduce_async(tensor::Tensor& x,
+                                                    ReduceOp op = ReduceOp::Sum) = 0;
+  // `in` holds size() equal chunks along its elements; rank r receives the reduction of chunk r.
+  virtual void reduce_scatter(const tensor::Tensor& in, tensor::Tensor& out,
+                              ReduceOp op = ReduceOp::Sum) = 0;
+  // out holds size() chunks, chunk r being rank r's `in`.
+  virtual void all_gather(const tensor::Tensor& in, tensor::Tensor& out) = 0;
+  virtual void broadcast(tensor::Tensor& x, int root) = 0;
+  virtual void send(const tensor::Tensor& x, int peer, int tag = 0) = 0;
+  virtual void recv(tensor::Tensor& x, int peer, int tag = 0) = 0;
+  virtual std::unique_ptr<Request> send_async(const tensor::Tensor& x, int peer, int tag = 0) = 0;
+  virtual std::unique_ptr<Request> recv_async(tensor::Tensor& x, int peer, int tag = 0) = 0;
+  virtual void barrier() = 0;
+
+  // Ranks with the same color form a new group, ordered by key (then by rank here).
+  virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
+};
+
+}  // namespace megatron::dist

@@ -1,0 +1,219 @@
+#include "dist/mpi_communicator.hpp"
+
+#include <mpi.h>
+
+#include <functional>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace megatron::dist {
+namespace {
+
+using tensor::DType;
+using tensor::Tensor;
+
+void check(int code, const std::string& what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw RuntimeFailure(what + ": " + std::string(text, static_cast<size_t>(length)));
+}
+
+void require_host(const Tensor& x, const std::string& what) {
+  if (x.device() != tensor::Device::Cpu) {
+    throw std::logic_error(what + ": the MPI communicator moves CPU tensors only");
+  }
+}
+
+bool is_16bit(DType d) { return d == DType::Bf16 || d == DType::F16; }
+
+MPI_Datatype mpi_type(DType d) {
+  switch (d) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::Bf16:
+    case DType::F16: return MPI_UINT16_T;  // moved as bits; reductions widen to f32 first
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+
+// 16-bit floats reduce in f32: MPI has no bf16 type, and summing in 16 bits would round at
+// every step of the reduction tree.
+std::vector<float> widen(const Tensor& x) {
+  std::vector<float> out(static_cast<size_t>(x.numel()));
+  if (x.dtype() == DType::Bf16) {
+    tensor::convert(std::span<const tensor::bf16>(x.data<tensor::bf16>(), out.size()), std::span(out));
+  } else {
+    tensor::convert(std::span<const tensor::f16>(x.data<tensor::f16>(), out.size()), std::span(out));
+  }
+  return out;
+}
+
+void narrow(const std::vector<float>& in, Tensor& x) {
+  if (x.dtype() == DType::Bf16) {
+    tensor::convert(std::span(in), std::span<tensor::bf16>(x.data<tensor::bf16>(), in.size()));
+  } else {
+    tensor::convert(std::span(in), std::span<tensor::f16>(x.data<tensor::f16>(), in.size()));
+  }
+}
+
+class MpiRequest final : public Request {
+ public:
+  MpiRequest(MPI_Request request, std::string what, std::function<void()> finish = {})
+      : request_(request), what_(std::move(what)), finish_(std::move(finish)) {}
+  ~MpiRequest() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  void wait() override {
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), what_);
+    if (finish_) std::exchange(finish_, {})();
+  }
+
+ private:
+  MPI_Request request_;
+  std::string what_;
+  std::function<void()> finish_;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, std::string name, bool owned)
+      : comm_(comm), name_(std::move(name)), owned_(owned) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiCommunicator() override {
+    if (owned_) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return name_; }
+
+  void all_reduce(Tensor& x, ReduceOp op) override { all_reduce_async(x, op)->wait(); }
+
+  std::unique_ptr<Request> all_reduce_async(Tensor& x, ReduceOp op) override {
+    const std::string what = describe("all-reduce", x);
+    require_host(x, what);
+    MPI_Request request;
+    if (is_16bit(x.dtype())) {
+      auto wide = std::make_shared<std::vector<float>>(widen(x));
+      check(MPI_Iallreduce(MPI_IN_PLACE, wide->data(), int(wide->size()), MPI_FLOAT, mpi_op(op),
+                           comm_, &request),
+            what);
+      return std::make_unique<MpiRequest>(request, what, [wide, x]() mutable { narrow(*wide, x); });
+    }
+    check(MPI_Iallreduce(MPI_IN_PLACE, x.raw(), int(x.numel()), mpi_type(x.dtype()), mpi_op(op),
+                         comm_, &request),
+          what);
+    return std::make_unique<MpiRequest>(request, what);
+  }
+
+  void reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override {
+    const std::string what = describe("reduce-scatter", in);
+    require_host(in, what);
+    require_chunks(in, out, what);
+    const int count = int(out.numel());
+    if (is_16bit(in.dtype())) {
+      std::vector<float> wide = widen(in), mine(static_cast<size_t>(count));
+      check(MPI_Reduce_scatter_block(wide.data(), mine.data(), count, MPI_FLOAT, mpi_op(op), comm_),
+            what);
+      narrow(mine, out);
+      return;
+    }
+    check(MPI_Reduce_scatter_block(in.raw(), out.raw(), count, mpi_type(in.dtype()), mpi_op(op),
+                                   comm_),
+          what);
+  }
+
+  void all_gather(const Tensor& in, Tensor& out) override {
+    const std::string what = describe("all-gather", in);
+    require_host(in, what);
+    require_chunks(out, in, what);
+    check(MPI_Allgather(in.raw(), int(in.numel()), mpi_type(in.dtype()), out.raw(),
+                        int(in.numel()), mpi_type(in.dtype()), comm_),
+          what);
+  }
+
+  void broadcast(Tensor& x, int root) override {
+    const std::string what = describe("broadcast", x);
+    require_host(x, what);
+    check(MPI_Bcast(x.raw(), int(x.numel()), mpi_type(x.dtype()), root, comm_), what);
+  }
+
+  void send(const Tensor& x, int peer, int tag) override { send_async(x, peer, tag)->wait(); }
+  void recv(Tensor& x, int peer, int tag) override { recv_async(x, peer, tag)->wait(); }
+
+  std::unique_ptr<Request> send_async(const Tensor& x, int peer, int tag) override {
+    const std::string what = describe("send to rank " + std::to_string(peer), x);
+    require_host(x, what);
+    MPI_Request request;
+    check(MPI_Isend(x.raw(), int(x.numel()), mpi_type(x.dtype()), peer, tag, comm_, &request),
+          what);
+    return std::make_unique<MpiRequest>(request, what);
+  }
+
+  std::unique_ptr<Request> recv_async(Tensor& x, int peer, int tag) override {
+    const std::string what = describe("receive from rank " + std::to_string(peer), x);
+    require_host(x, what);
+    MPI_Request request;
+    check(MPI_Irecv(x.raw(), int(x.numel()), mpi_type(x.dtype()), peer, tag, comm_, &request),
+          what);
+    return std::make_unique<MpiRequest>(request, what);
+  }
+
+  void barrier() override { check(MPI_Barrier(comm_), name_ + " barrier"); }
+
+  std::unique_ptr<Communicator> split(int color, int key, std::string name) override {
+    MPI_Comm child;
+    check(MPI_Comm_split(comm_, color, key, &child), name_ + " split into " + name);
+    return std::make_unique<MpiCommunicator>(child, std::move(name), true);
+  }
+
+ private:
+  std::string describe(const std::string& op, const Tensor& x) const {
+    return "rank " + std::to_string(rank_) + " of group " + name_ + ": " + op + " of " +
+           std::string(tensor::name(x.dtype())) + " " + tensor::to_string(x.shape());
+  }
+  // `whole` must hold size() chunks of `chunk`'s size and dtype.
+  void require_chunks(const Tensor& whole, const Tensor& chunk, const std::string& what) const {
+    if (whole.numel() != chunk.numel() * size_ || whole.dtype() != chunk.dtype()) {
+      throw std::logic_error(what + ": needs " + std::to_string(size_) + " chunks of " +
+                             tensor::to_string(chunk.shape()));
+    }
+  }
+
+  MPI_Comm comm_;
+  std::string name_;
+  bool owned_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+MpiRuntime::MpiRuntime() {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  }
+}
+
+MpiRuntime::~MpiRuntime() {
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (!finalised) MPI_Finalize();
+}
+
+std::unique_ptr<Communicator> MpiRuntime::world() const {
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, "world", false);
+}
+
+}  // namespace megatron::dist
