@@ -1,9 +1,16 @@
-// `megatron run RECIPE [overrides] [--run-dir DIR] [--threads N] [--time-limit MINUTES]`
+// `megatron run RECIPE [overrides] [--run-dir DIR] [--threads N] [--time-limit MINUTES]
+// [--nproc N]`: one process, one rank of an mpirun / srun job, or (--nproc) a local job of N.
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "dist/launcher.hpp"
 #include "recipe/compile.hpp"
 #include "train/trainer.hpp"
 
@@ -16,14 +23,84 @@ struct RunArgs {
   std::string run_dir;
   int threads = 0;
   std::optional<double> time_limit;
+  int nproc = 0;
 };
 
+std::string self_path() {
+  std::error_code ec;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw RuntimeFailure("cannot find the megatron executable: " + ec.message());
+  return path.string();
+}
+
+// Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
+// after the recipe compiled for N ranks: a bad layout is refused before any rank starts.
+[[noreturn]] void launch_local_job(const RunArgs& args, const recipe::CompiledRecipe& compiled) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = args.threads > 0 ? args.threads : std::max(1, int(cores) / args.nproc);
+  // Every rank must agree on the run directory, so it is settled here, once.
+  const std::string run_dir = !args.run_dir.empty() ? args.run_dir
+                              : compiled.recipe.logging.run_dir ? *compiled.recipe.logging.run_dir
+                                                                : train::default_run_dir(args.file).string();
+  std::vector<std::string> argv = {"mpirun"};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  // More ranks than cores: Open MPI refuses unless told; ranks then yield when they wait.
+  if (unsigned(args.nproc) > cores) argv.push_back("--oversubscribe");
+  // Each rank runs its own OpenMP team: pinning a rank to one core would starve it.
+  for (const char* a : {"--bind-to", "none", "-np"}) argv.emplace_back(a);
+  argv.push_back(std::to_string(args.nproc));
+  argv.push_back(self_path());
+  argv.push_back("run");
+  argv.push_back(args.file);
+  argv.insert(argv.end(), args.overrides.begin(), args.overrides.end());
+  for (const std::string& a : {std::string("--run-dir"), run_dir, std::string("--threads"),
+                               std::to_string(threads)}) {
+    argv.push_back(a);
+  }
+  if (args.time_limit) {
+    argv.push_back("--time-limit");
+    argv.push_back(fmt::format("{}", *args.time_limit));
+  }
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(raw[0], raw.data());
+  throw RuntimeFailure(fmt::format("cannot start mpirun ({}): install Open MPI (see "
+                                   "docs/building.md) or start the ranks yourself",
+                                   std::strerror(errno)));
+}
+
+// A single process whose recipe's layout wants more ranks is told how to start them.
+void require_one_rank(const std::string& file, const recipe::CompileOptions& options) {
+  recipe::CompileOptions own = options;
+  own.world_size.reset();
+  own.world_from_layout = true;
+  const recipe::CompiledRecipe wanted = recipe::compile(file, own);
+  if (wanted.derived.world_size == 1) return;
+  const auto& p = wanted.recipe.parallel;
+  throw UserError(fmt::format(
+      "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) and this is "
+      "one process: run megatron run --nproc {} {}, or start it with mpirun -np {} / srun -n {}",
+      file, wanted.derived.world_size, p.tensor, p.pipeline, wanted.derived.data_parallel,
+      wanted.derived.world_size, file, wanted.derived.world_size, wanted.derived.world_size));
+}
+
 void run(const RunArgs& args) {
-  recipe::CompileOptions options{.overrides = args.overrides, .world_size = 1};
+  const dist::LaunchInfo launch = dist::launch_info();
+  if (args.nproc > 0 && launch.world_size > 1) {
+    throw UserError(fmt::format("--nproc starts its own job, but this process is already rank {} "
+                                "of {} under {}: drop --nproc",
+                                launch.rank, launch.world_size, launch.launcher));
+  }
+  const int world = args.nproc > 0 ? args.nproc : launch.world_size;
+  recipe::CompileOptions options{.overrides = args.overrides, .world_size = world};
   if (args.time_limit) {
     options.overrides.push_back("training.exit_duration_minutes=" + std::to_string(*args.time_limit));
   }
+  if (world == 1) require_one_rank(args.file, options);
   const recipe::CompiledRecipe compiled = recipe::compile(args.file, options);
+  if (args.nproc > 1) launch_local_job(args, compiled);
   train::TrainOptions train_options{.threads = args.threads};
   if (!args.run_dir.empty()) train_options.run_dir = args.run_dir;
   std::ifstream in(args.file);
@@ -49,6 +126,9 @@ void add_run_command(CLI::App& app, Actions& actions) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--time-limit", args->time_limit,
                   "Stop after this many minutes (overrides training.exit_duration_minutes)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--nproc", args->nproc,
+                  "Start a local job of this many ranks (mpirun -np N) for the recipe's layout")
       ->check(CLI::PositiveNumber);
   actions.emplace_back(cmd, [args] { run(*args); });
 }

@@ -12,6 +12,10 @@ namespace megatron::dist {
 
 enum class ReduceOp { Sum, Max };
 
+// The split() color of a rank that joins no group (MPI_UNDEFINED): split returns nullptr there.
+// Such a rank still calls split, because splitting is collective over the parent group.
+inline constexpr int kNoGroup = -1;
+
 // A non-blocking operation in flight; wait() completes it (and rethrows its failure).
 class Request {
  public:
@@ -42,7 +46,8 @@ class Communicator {
   virtual std::unique_ptr<Request> recv_async(tensor::Tensor& x, int peer, int tag = 0) = 0;
   virtual void barrier() = 0;
 
-  // Ranks with the same color form a new group, ordered by key (then by rank here).
+  // Ranks with the same color (>= 0) form a new group, ordered by key (then by rank here).
+  // Collective: every rank of this group calls it, kNoGroup for one that joins none.
   virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
 };
 

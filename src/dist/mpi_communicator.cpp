@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dist/watchdog.hpp"
 
 namespace megatron::dist {
 namespace {
@@ -62,21 +63,38 @@ void narrow(const std::vector<float>& in, Tensor& x) {
   }
 }
 
+// `op` names the operation for the watchdog; its group is copied, as the request may outlive
+// its communicator's name in a caller's hands.
 class MpiRequest final : public Request {
  public:
-  MpiRequest(MPI_Request request, std::string what, std::function<void()> finish = {})
-      : request_(request), what_(std::move(what)), finish_(std::move(finish)) {}
+  MpiRequest(MPI_Request request, std::string what, WatchedOp op, std::function<void()> finish = {})
+      : request_(request),
+        what_(std::move(what)),
+        group_(op.group),
+        op_(op),
+        finish_(std::move(finish)) {
+    op_.group = group_;
+  }
+  MpiRequest(const MpiRequest&) = delete;  // op_.group points into this object's group_
+  MpiRequest& operator=(const MpiRequest&) = delete;
   ~MpiRequest() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (request_ == MPI_REQUEST_NULL) return;
+    WatchdogScope watched(op_);
+    MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
   void wait() override {
-    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), what_);
+    {
+      WatchdogScope watched(op_);
+      check(MPI_Wait(&request_, MPI_STATUS_IGNORE), what_);
+    }
     if (finish_) std::exchange(finish_, {})();
   }
 
  private:
   MPI_Request request_;
   std::string what_;
+  std::string group_;
+  WatchedOp op_;
   std::function<void()> finish_;
 };
 
@@ -96,7 +114,10 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string name() const override { return name_; }
 
-  void all_reduce(Tensor& x, ReduceOp op) override { all_reduce_async(x, op)->wait(); }
+  void all_reduce(Tensor& x, ReduceOp op) override {
+    WatchdogScope watched(watched_op("all_reduce"));
+    all_reduce_async(x, op)->wait();
+  }
 
   std::unique_ptr<Request> all_reduce_async(Tensor& x, ReduceOp op) override {
     const std::string what = describe("all-reduce", x);
@@ -107,12 +128,13 @@ class MpiCommunicator final : public Communicator {
       check(MPI_Iallreduce(MPI_IN_PLACE, wide->data(), int(wide->size()), MPI_FLOAT, mpi_op(op),
                            comm_, &request),
             what);
-      return std::make_unique<MpiRequest>(request, what, [wide, x]() mutable { narrow(*wide, x); });
+      return std::make_unique<MpiRequest>(request, what, watched_op("all_reduce"),
+                                          [wide, x]() mutable { narrow(*wide, x); });
     }
     check(MPI_Iallreduce(MPI_IN_PLACE, x.raw(), int(x.numel()), mpi_type(x.dtype()), mpi_op(op),
                          comm_, &request),
           what);
-    return std::make_unique<MpiRequest>(request, what);
+    return std::make_unique<MpiRequest>(request, what, watched_op("all_reduce"));
   }
 
   void reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override {
@@ -120,6 +142,7 @@ class MpiCommunicator final : public Communicator {
     require_host(in, what);
     require_chunks(in, out, what);
     const int count = int(out.numel());
+    WatchdogScope watched(watched_op("reduce_scatter"));
     if (is_16bit(in.dtype())) {
       std::vector<float> wide = widen(in), mine(static_cast<size_t>(count));
       check(MPI_Reduce_scatter_block(wide.data(), mine.data(), count, MPI_FLOAT, mpi_op(op), comm_),
@@ -136,6 +159,7 @@ class MpiCommunicator final : public Communicator {
     const std::string what = describe("all-gather", in);
     require_host(in, what);
     require_chunks(out, in, what);
+    WatchdogScope watched(watched_op("all_gather"));
     check(MPI_Allgather(in.raw(), int(in.numel()), mpi_type(in.dtype()), out.raw(),
                         int(in.numel()), mpi_type(in.dtype()), comm_),
           what);
@@ -144,9 +168,11 @@ class MpiCommunicator final : public Communicator {
   void broadcast(Tensor& x, int root) override {
     const std::string what = describe("broadcast", x);
     require_host(x, what);
+    WatchdogScope watched(watched_op("broadcast"));
     check(MPI_Bcast(x.raw(), int(x.numel()), mpi_type(x.dtype()), root, comm_), what);
   }
 
+  // The request's wait is watched; MPI_Isend and MPI_Irecv return at once.
   void send(const Tensor& x, int peer, int tag) override { send_async(x, peer, tag)->wait(); }
   void recv(Tensor& x, int peer, int tag) override { recv_async(x, peer, tag)->wait(); }
 
@@ -156,7 +182,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Request request;
     check(MPI_Isend(x.raw(), int(x.numel()), mpi_type(x.dtype()), peer, tag, comm_, &request),
           what);
-    return std::make_unique<MpiRequest>(request, what);
+    return std::make_unique<MpiRequest>(request, what, watched_op("send to", peer));
   }
 
   std::unique_ptr<Request> recv_async(Tensor& x, int peer, int tag) override {
@@ -165,18 +191,27 @@ class MpiCommunicator final : public Communicator {
     MPI_Request request;
     check(MPI_Irecv(x.raw(), int(x.numel()), mpi_type(x.dtype()), peer, tag, comm_, &request),
           what);
-    return std::make_unique<MpiRequest>(request, what);
+    return std::make_unique<MpiRequest>(request, what, watched_op("receive from", peer));
   }
 
-  void barrier() override { check(MPI_Barrier(comm_), name_ + " barrier"); }
+  void barrier() override {
+    WatchdogScope watched(watched_op("barrier"));
+    check(MPI_Barrier(comm_), name_ + " barrier");
+  }
 
   std::unique_ptr<Communicator> split(int color, int key, std::string name) override {
     MPI_Comm child;
-    check(MPI_Comm_split(comm_, color, key, &child), name_ + " split into " + name);
+    WatchdogScope watched(watched_op("split"));
+    check(MPI_Comm_split(comm_, color == kNoGroup ? MPI_UNDEFINED : color, key, &child),
+          name_ + " split into " + name);
+    if (child == MPI_COMM_NULL) return nullptr;
     return std::make_unique<MpiCommunicator>(child, std::move(name), true);
   }
 
  private:
+  WatchedOp watched_op(const char* op, int peer = -1) const {
+    return {.op = op, .peer = peer, .group = name_, .group_size = size_};
+  }
   std::string describe(const std::string& op, const Tensor& x) const {
     return "rank " + std::to_string(rank_) + " of group " + name_ + ": " + op + " of " +
            std::string(tensor::name(x.dtype())) + " " + tensor::to_string(x.shape());
@@ -209,10 +244,18 @@ MpiRuntime::MpiRuntime() {
 MpiRuntime::~MpiRuntime() {
   int finalised = 0;
   MPI_Finalized(&finalised);
-  if (!finalised) MPI_Finalize();
+  if (finalised) return;
+  // MPI_Finalize may wait for the other ranks; one that hangs must not hold this one forever.
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  WatchdogScope watched({.op = "MPI_Finalize", .group = "world", .group_size = size});
+  MPI_Finalize();
 }
 
 std::unique_ptr<Communicator> MpiRuntime::world() const {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Watchdog::set_world_rank(rank);
   return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, "world", false);
 }
 

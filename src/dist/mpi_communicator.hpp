@@ -15,7 +15,8 @@ class MpiRuntime {
   ~MpiRuntime();
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
-  // The communicator over every rank of the job.
+  // The communicator over every rank of the job; it also tells the watchdog (watchdog.hpp),
+  // which watches every blocking operation of the MPI communicators, this process's rank.
   std::unique_ptr<Communicator> world() const;
 };
 

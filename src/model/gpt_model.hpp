@@ -1,5 +1,6 @@
 // GPT: token (+ learned position) embeddings, pre-norm transformer blocks, a final norm and
-// the output layer (tied to the word embeddings or not) with a fused cross-entropy loss.
+// the output layer (tied to the word embeddings or not) with a fused cross-entropy loss. One
+// GptModel is one rank's part of the model: its tensor-parallel shard of its pipeline chunks.
 #pragma once
 
 #include <memory>
@@ -23,13 +24,14 @@ struct GptBatch {
   tensor::Tensor positions;  // i32 [batch * seq]
 };
 
+// What one chunk keeps for its backward.
 struct GptActivations {
   std::vector<BlockActivations> blocks;
   tensor::Tensor final_input;
   Norm::Saved final_norm;
-  tensor::Tensor final_ln;
-  tensor::Tensor logits;  // f32 [tokens, padded vocab]
-  tensor::Tensor lse;
+  tensor::Tensor final_ln;  // the whole sequence
+  tensor::Tensor logits;    // f32 [tokens, padded vocab / tp]
+  tensor::Tensor lse;       // over the whole vocabulary
 };
 
 struct LossSum {
@@ -37,28 +39,65 @@ struct LossSum {
   double tokens = 0.0;  // sum of loss_mask
 };
 
+// Which part of the model this rank holds.
+struct ModelPlacement {
+  parallel::TensorParallel tp;
+  // Global layer indices of each model chunk this rank holds, in model order. Empty: one chunk
+  // with every layer.
+  std::vector<std::vector<int64_t>> chunks;
+  bool first_stage = true;  // chunk 0 starts the model: embeddings
+  bool last_stage = true;   // the last chunk ends it: final norm, output layer and loss
+};
+
 class GptModel {
  public:
-  GptModel(tensor::Backend& backend, const GptConfig& config);
+  GptModel(tensor::Backend& backend, const GptConfig& config, ModelPlacement placement = {});
   const GptConfig& config() const { return config_; }
   ParameterSet& parameters() { return params_; }
   const ParameterSet& parameters() const { return params_; }
   void initialise(uint64_t seed) { params_.initialise(seed, config_.init_std, config_.num_layers); }
+  int64_t chunks() const { return int64_t(blocks_.size()); }
+  bool starts_model(int64_t chunk) const { return placement_.first_stage && chunk == 0; }
+  bool ends_model(int64_t chunk) const { return placement_.last_stage && chunk == chunks() - 1; }
+  // Rows of the hidden states passed between chunks: [rows, hidden] of the model's dtype.
+  int64_t hidden_rows(const GptBatch& batch) const;
 
-  // With a null `saved` nothing is kept (evaluation); pass.training switches dropout on.
+  // One chunk. The model's first chunk embeds batch.tokens (x unused); the others continue
+  // from x. Returns the chunk's output, except for the model's last chunk, which returns an
+  // empty tensor and writes the loss. With a null `saved` nothing is kept (evaluation).
+  tensor::Tensor forward_chunk(const Pass& pass, int64_t chunk, const GptBatch& batch,
+                               tensor::Tensor x, GptActivations* saved, LossSum* loss) const;
+  // Consumes `saved`. dy is the gradient of the chunk's output (unused by the model's last
+  // chunk, which starts from sum_i loss_grad * loss_mask_i * loss_i). Returns dx, empty for the
+  // model's first chunk.
+  tensor::Tensor backward_chunk(const Pass& pass, int64_t chunk, const GptBatch& batch,
+                                tensor::Tensor dy, GptActivations& saved, float loss_grad) const;
+
+  // The whole model on one pipeline stage (a single chunk).
   LossSum forward(const Pass& pass, const GptBatch& batch, GptActivations* saved) const;
-  // Accumulates every parameter's gradient of sum_i loss_grad * loss_mask_i * loss_i.
   void backward(const Pass& pass, const GptBatch& batch, GptActivations& saved,
                 float loss_grad) const;
 
  private:
-  Keep keep_for(const Pass& pass, int64_t layer) const;
+  Keep keep_for(int64_t layer) const;
+  tensor::Tensor embed(const Pass& pass, const GptBatch& batch) const;
+  void embed_backward(const Pass& pass, const GptBatch& batch, tensor::Tensor dx) const;
+  tensor::RngKey embedding_key(const Pass& pass, const GptBatch& batch) const;
+  LossSum head(const Pass& pass, const GptBatch& batch, tensor::Tensor x,
+               GptActivations* saved) const;
+  tensor::Tensor head_backward(const Pass& pass, const GptBatch& batch, GptActivations& saved,
+                               float loss_grad) const;
+  // The vocab-parallel loss: each rank's shard gives its log-sum-exp and target logit.
+  void combine_vocab_shards(tensor::Backend& b, tensor::Tensor& loss, tensor::Tensor& lse) const;
 
   GptConfig config_;
+  ModelPlacement placement_;
+  parallel::TensorParallel tp_;
   ParameterSet params_;
-  Parameter* word_embeddings_;
+  Parameter* word_embeddings_ = nullptr;  // first stage, or the last stage's tied copy
   Parameter* position_embeddings_ = nullptr;
-  std::vector<std::unique_ptr<TransformerBlock>> blocks_;
+  std::vector<std::vector<std::unique_ptr<TransformerBlock>>> blocks_;  // per chunk
+  std::vector<std::vector<int64_t>> layers_;                            // per chunk
   std::unique_ptr<Norm> final_norm_;
   Parameter* output_ = nullptr;  // untied output layer
 };

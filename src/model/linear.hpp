@@ -1,4 +1,5 @@
-// A linear layer y = x W^T + b with W [out, in] (Megatron's layout), and its backward.
+// A linear layer y = x W^T + b with W [out, in] (Megatron's layout), and its backward. Under
+// tensor parallelism W is this rank's shard: rows for column-parallel, columns for row-parallel.
 #pragma once
 
 #include <string>
@@ -9,23 +10,26 @@ namespace megatron::model {
 
 class Linear {
  public:
+  // `in` and `out` are the whole layer's; `parts` as Parameter::parts.
   Linear(ParameterSet& params, const std::string& name, int64_t in, int64_t out, bool bias,
-         Init init, TpSplit split);
-  int64_t in() const { return in_; }
-  int64_t out() const { return out_; }
+         Init init, TpSplit split, int64_t parts = 1);
   Parameter& weight() const { return *weight_; }
 
-  // x [n, in] -> a new y [n, out] of x's dtype.
+  // x [n, in_local] -> a new y [n, out_local] of x's dtype. A row-parallel layer's output is a
+  // partial sum: its bias is left to add_bias once the sum is complete.
   tensor::Tensor forward(tensor::Backend& backend, const tensor::Tensor& x) const;
-  // Accumulates dW and db from dy [n, out] and the forward input x; returns dx [n, in] when
-  // want_dx (the first layer of a model has no use for it).
+  void add_bias(tensor::Backend& backend, tensor::Tensor& y) const;
+  // Accumulates dW (and db unless row-parallel: bias_grad) from dy and the forward input x;
+  // returns dx [n, in_local] when want_dx (the first layer of a model has no use for it).
   tensor::Tensor backward(tensor::Backend& backend, const tensor::Tensor& dy,
                           const tensor::Tensor& x, bool want_dx = true) const;
+  void bias_grad(tensor::Backend& backend, const tensor::Tensor& dy) const;
 
  private:
+  bool row_parallel() const { return weight_->split == TpSplit::Columns; }
+
   Parameter* weight_;
   Parameter* bias_ = nullptr;
-  int64_t in_, out_;
 };
 
 }  // namespace megatron::model

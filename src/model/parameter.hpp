@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/tensor_parallel.hpp"
 #include "tensor/backend.hpp"
 
 namespace megatron::model {
@@ -23,25 +24,36 @@ struct Parameter {
   Init init = Init::Normal;
   TpSplit split = TpSplit::None;
   bool weight_decay = true;  // biases and norm weights are not decayed
+  tensor::Shape global_shape;  // the whole weight; value holds this rank's shard of it
+  // A fused weight of `parts` stacked matrices (SwiGLU's gate and up) is split part by part, so
+  // each rank holds matching slices of every part.
+  int64_t parts = 1;
+  // The last pipeline stage's copy of a tied word embedding: its gradient is summed with the
+  // first stage's, and it is left out of the gradient norm (the first stage counts it).
+  bool shared_copy = false;
 };
 
 // Owns every parameter of a model in creation order (the order checkpoints and optimizers see).
 class ParameterSet {
  public:
-  explicit ParameterSet(tensor::Backend& backend, tensor::DType dtype)
-      : backend_(backend), dtype_(dtype) {}
+  ParameterSet(tensor::Backend& backend, tensor::DType dtype, parallel::TensorParallel tp = {})
+      : backend_(backend), dtype_(dtype), tp_(tp) {}
+  // `shape` is the whole weight's; this rank allocates its tensor-parallel shard of it.
   Parameter& add(std::string name, const tensor::Shape& shape, Init init, TpSplit split,
-                 bool weight_decay);
+                 bool weight_decay, int64_t parts = 1);
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
   int64_t count() const;  // scalar parameters
   void zero_grads();
   // Weights from N(0, std) (std / sqrt(2 * layers) for ScaledNormal), each from its own Philox
-  // stream named by its name, so a weight does not depend on what else the model holds.
+  // stream named by its name, so a weight does not depend on what else the model holds, nor
+  // on the layout: a shard holds exactly its part of the whole weight.
   void initialise(uint64_t seed, double std, int64_t num_layers);
+  const parallel::TensorParallel& tp() const { return tp_; }
 
  private:
   tensor::Backend& backend_;
   tensor::DType dtype_;
+  parallel::TensorParallel tp_;
   std::vector<std::unique_ptr<Parameter>> params_;
 };
 

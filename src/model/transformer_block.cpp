@@ -17,6 +17,10 @@ bool is_swiglu(const GptConfig& c) { return c.activation == Activation::Swiglu; 
 
 TransformerBlock::TransformerBlock(ParameterSet& params, const GptConfig& c, int64_t layer)
     : config_(c),
+      tp_(params.tp()),
+      heads_(tp_.shard(c.heads)),
+      groups_(tp_.shard(c.groups)),
+      ffn_(tp_.shard(c.ffn)),
       layer_(layer),
       norm1_(params, prefix(layer) + "input_layernorm", c.hidden, c.norm, c.norm_eps),
       qkv_(params, prefix(layer) + "self_attention.linear_qkv", c.hidden,
@@ -25,15 +29,15 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const GptConfig& c, int
             c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
       norm2_(params, prefix(layer) + "pre_mlp_layernorm", c.hidden, c.norm, c.norm_eps),
       fc1_(params, prefix(layer) + "mlp.linear_fc1", c.hidden, is_swiglu(c) ? 2 * c.ffn : c.ffn,
-           c.linear_bias, Init::Normal, TpSplit::Rows),
+           c.linear_bias, Init::Normal, TpSplit::Rows, is_swiglu(c) ? 2 : 1),
       fc2_(params, prefix(layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
            Init::ScaledNormal, TpSplit::Columns) {}
 
 tensor::AttentionShape TransformerBlock::attention_shape(int64_t batch) const {
   return {.batch = batch,
           .seq = config_.seq_length,
-          .heads = config_.heads,
-          .groups = config_.groups,
+          .heads = heads_,
+          .groups = groups_,
           .head_dim = config_.head_dim};
 }
 
@@ -41,7 +45,16 @@ tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass) c
   return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
           .causal = true,
           .dropout = pass.dropout(config_.attention_dropout),
-          .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs)};
+          .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs),
+          .head_offset = tp_.shard_begin(config_.heads),
+          .total_heads = config_.heads};
+}
+
+tensor::RngKey TransformerBlock::hidden_key(const Pass& pass, DropoutSite site,
+                                            int64_t batch) const {
+  tensor::RngKey key = pass.dropout_key(layer_, site);
+  key.offset = uint64_t(tp_.first_row(batch * config_.seq_length) * config_.hidden);
+  return key;
 }
 
 Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batch,
@@ -49,26 +62,28 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batc
   tensor::Backend& b = pass.backend;
   const tensor::AttentionShape shape = attention_shape(batch);
 
+  const int64_t rows = batch * config_.seq_length;  // of the whole sequence
   Norm::Saved norm1;
-  Tensor ln1 = norm1_.forward(b, x, norm1);
+  Tensor ln1 = parallel::gather_sequence(b, tp_, norm1_.forward(b, x, norm1));
   Tensor qkv = qkv_.forward(b, ln1);
   if (config_.position == recipe::PositionEmbedding::Rotary) {
     b.rotary(qkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base}, false);
   }
-  Tensor attn = b.empty({x.dim(0), config_.heads * config_.head_dim}, x.dtype());
-  Tensor lse = b.empty({batch, config_.heads, config_.seq_length}, tensor::DType::F32);
+  Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
+  Tensor lse = b.empty({batch, heads_, config_.seq_length}, tensor::DType::F32);
   b.attention_forward(qkv, shape, attention_options(pass), attn, lse);
   Tensor mid = b.empty(x.shape(), x.dtype());
   {
-    Tensor proj = proj_.forward(b, attn);
+    Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
+    proj_.add_bias(b, proj);
     b.dropout_add(proj, x, mid, pass.dropout(config_.hidden_dropout),
-                  pass.dropout_key(layer_, DropoutSite::AttentionOut));
+                  hidden_key(pass, DropoutSite::AttentionOut, batch));
   }
 
   Norm::Saved norm2;
-  Tensor ln2 = norm2_.forward(b, mid, norm2);
+  Tensor ln2 = parallel::gather_sequence(b, tp_, norm2_.forward(b, mid, norm2));
   Tensor fc1 = fc1_.forward(b, ln2);
-  Tensor act = b.empty({x.dim(0), config_.ffn}, x.dtype());
+  Tensor act = b.empty({rows, ffn_}, x.dtype());
   if (is_swiglu(config_)) {
     b.swiglu_forward(fc1, act);
   } else {
@@ -76,9 +91,10 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batc
   }
   Tensor y = b.empty(x.shape(), x.dtype());
   {
-    Tensor fc2 = fc2_.forward(b, act);
+    Tensor fc2 = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
+    fc2_.add_bias(b, fc2);
     b.dropout_add(fc2, mid, y, pass.dropout(config_.hidden_dropout),
-                  pass.dropout_key(layer_, DropoutSite::MlpOut));
+                  hidden_key(pass, DropoutSite::MlpOut, batch));
   }
 
   if (keep == Keep::Nothing) return y;
@@ -111,8 +127,8 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t ba
   const tensor::AttentionShape shape = attention_shape(batch);
   const tensor::AttentionOptions options = attention_options(pass);
   if (!saved.attn.defined()) {
-    saved.attn = b.empty({dy.dim(0), config_.heads * config_.head_dim}, dy.dtype());
-    saved.lse = b.empty({batch, config_.heads, config_.seq_length}, tensor::DType::F32);
+    saved.attn = b.empty({saved.qkv.dim(0), heads_ * config_.head_dim}, dy.dtype());
+    saved.lse = b.empty({batch, heads_, config_.seq_length}, tensor::DType::F32);
     b.attention_forward(saved.qkv, shape, options, saved.attn, saved.lse);
   }
 
@@ -122,8 +138,9 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t ba
   {
     Tensor dfc2 = b.empty(dy.shape(), dy.dtype());
     b.dropout_backward(dy, dfc2, pass.dropout(config_.hidden_dropout),
-                       pass.dropout_key(layer_, DropoutSite::MlpOut));
-    Tensor dact = fc2_.backward(b, dfc2, saved.act);
+                       hidden_key(pass, DropoutSite::MlpOut, batch));
+    fc2_.bias_grad(b, dfc2);
+    Tensor dact = fc2_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.act);
     saved.act = {};
     Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
     if (is_swiglu(config_)) {
@@ -132,7 +149,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t ba
       b.gelu_backward(dact, saved.fc1, dfc1, config_.activation == Activation::GeluTanh);
     }
     saved.fc1 = {};
-    Tensor dln2 = fc1_.backward(b, dfc1, saved.ln2);
+    Tensor dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
     saved.ln2 = {};
     Tensor dnorm2 = norm2_.backward(b, dln2, saved.mid, saved.norm2);
     b.add(dmid, dnorm2, dmid);
@@ -145,9 +162,10 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t ba
   {
     Tensor dproj = b.empty(dy.shape(), dy.dtype());
     b.dropout_backward(dmid, dproj, pass.dropout(config_.hidden_dropout),
-                       pass.dropout_key(layer_, DropoutSite::AttentionOut));
+                       hidden_key(pass, DropoutSite::AttentionOut, batch));
     dmid = {};
-    Tensor dattn = proj_.backward(b, dproj, saved.attn);
+    proj_.bias_grad(b, dproj);
+    Tensor dattn = proj_.backward(b, parallel::gather_sequence(b, tp_, dproj), saved.attn);
     Tensor dqkv = b.empty(saved.qkv.shape(), dy.dtype());
     b.attention_backward(saved.qkv, saved.attn, dattn, saved.lse, shape, options, dqkv);
     saved.attn = {};
@@ -157,7 +175,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t ba
       b.rotary(dqkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base},
                true);
     }
-    Tensor dln1 = qkv_.backward(b, dqkv, saved.ln1);
+    Tensor dln1 = parallel::reduce_partial(b, tp_, qkv_.backward(b, dqkv, saved.ln1));
     saved.ln1 = {};
     Tensor dnorm1 = norm1_.backward(b, dln1, saved.input, saved.norm1);
     b.add(dx, dnorm1, dx);

@@ -1,5 +1,6 @@
 // One pre-norm transformer block: x + dropout(attn(norm(x))), then + dropout(mlp(norm(.))),
-// with explicit forward and backward and the activations it keeps spelled out.
+// with explicit forward and backward, the activations it keeps spelled out, and Megatron's
+// tensor parallelism (heads and FFN split; sequence-parallel norms and dropout).
 #pragma once
 
 #include <memory>
@@ -16,13 +17,13 @@ namespace megatron::model {
 struct BlockActivations {
   tensor::Tensor input;  // always
   Norm::Saved norm1;
-  tensor::Tensor ln1;
+  tensor::Tensor ln1;  // the whole sequence (gathered under sequence parallelism)
   tensor::Tensor qkv;  // after rotary
   tensor::Tensor attn;  // attention core output; dropped under selective recompute
   tensor::Tensor lse;   // ditto
   tensor::Tensor mid;   // x + dropout(attention projection)
   Norm::Saved norm2;
-  tensor::Tensor ln2;
+  tensor::Tensor ln2;  // the whole sequence
   tensor::Tensor fc1;  // before the activation
   tensor::Tensor act;  // after it
 };
@@ -38,6 +39,8 @@ class TransformerBlock {
  public:
   TransformerBlock(ParameterSet& params, const GptConfig& config, int64_t layer);
 
+  // x: this rank's rows of the hidden states ([batch * seq / tp, hidden] under sequence
+  // parallelism, else all of them); `batch` sequences in the whole micro-batch.
   tensor::Tensor forward(const Pass& pass, const tensor::Tensor& x, int64_t batch,
                          BlockActivations& saved, Keep keep) const;
   // Consumes `saved`; returns dx.
@@ -47,8 +50,12 @@ class TransformerBlock {
  private:
   tensor::AttentionShape attention_shape(int64_t batch) const;
   tensor::AttentionOptions attention_options(const Pass& pass) const;
+  // Dropout on this rank's rows of the hidden states draws what those rows draw in one process.
+  tensor::RngKey hidden_key(const Pass& pass, DropoutSite site, int64_t batch) const;
 
   const GptConfig& config_;
+  parallel::TensorParallel tp_;
+  int64_t heads_, groups_, ffn_;  // this rank's
   int64_t layer_;
   Norm norm1_;
   Linear qkv_;

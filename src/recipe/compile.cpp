@@ -30,7 +30,12 @@ CompiledRecipe compile(const std::filesystem::path& file, const CompileOptions& 
   }
   const Locator where(out.provenance, out.file);
   check_fields(out.recipe, where);
-  out.derived = derive(out.recipe, where, options.world_size);
+  std::optional<int64_t> world = options.world_size;
+  if (!world && options.world_from_layout) {
+    const ParallelSection& p = out.recipe.parallel;
+    world = p.tensor * p.pipeline * p.context * p.data.value_or(1);
+  }
+  out.derived = derive(out.recipe, where, world);
   return out;
 }
 

@@ -20,6 +20,9 @@ struct CompileOptions {
   // The real number of ranks when a job is running; when unset the world is
   // cluster.nodes x cluster.gpus_per_node.
   std::optional<int64_t> world_size;
+  // Without world_size: the world the layout itself asks for, tensor x pipeline x context x
+  // data (data 1 when unset), instead of the cluster's.
+  bool world_from_layout = false;
 };
 
 struct CompiledRecipe {

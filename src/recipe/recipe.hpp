@@ -60,6 +60,7 @@ struct ParallelSection {
   std::vector<int64_t> layers_per_stage;         // explicit uneven split; empty = even
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
+  double timeout_minutes = 10.0;                 // watchdog: longest wait for a peer
 };
 
 struct PrecisionSection {

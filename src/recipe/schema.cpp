@@ -147,6 +147,11 @@ std::vector<FieldSpec> parallel_fields() {
         "Shard norms and dropout along the sequence across tensor-parallel ranks."),
       p("distributed_optimizer", &S::distributed_optimizer,
         "Shard master weights and optimizer state across data-parallel ranks (ZeRO-1)."),
+      p("timeout_minutes", &S::timeout_minutes,
+        "How long a rank waits for its peers in one collective or transfer before the watchdog "
+        "stops the job, naming the rank, group, operation and iteration (Megatron's "
+        "--distributed-timeout-minutes).",
+        {.min = 0, .min_exclusive = true}),
   };
 }
 

@@ -23,12 +23,22 @@ namespace megatron::tensor {
 struct RngKey {
   uint64_t seed = 0;
   uint64_t stream = 0;
+  // Dropout only: added to every element index, so that a shard of a tensor (a sequence-parallel
+  // slice of the hidden states) draws exactly the numbers the whole tensor would.
+  uint64_t offset = 0;
 };
 
 // Attention over a fused QKV projection. Per token, the row of `qkv` holds, for each of the
 // `groups` key/value groups in turn, its heads/groups query heads, then its key head, then its
 // value head, each `head_dim` wide (Megatron's layout, which splits evenly by groups under
 // tensor parallelism). Tokens are ordered batch-major: row b * seq + t.
+// A vocab-parallel loss's shard: columns [first, first + v) of the vocabulary. Targets outside
+// it contribute no target logit (loss[i] = lse[i]) and no one-hot.
+struct VocabShard {
+  int64_t first = 0;
+  bool partial = false;  // false: the whole vocabulary, every target must lie inside
+};
+
 struct AttentionShape {
   int64_t batch = 0;
   int64_t seq = 0;
@@ -42,7 +52,11 @@ struct AttentionOptions {
   float scale = 1.0f;    // applied to q.k, usually 1/sqrt(head_dim)
   bool causal = true;
   float dropout = 0.0f;  // on the attention probabilities
-  RngKey rng;            // element index = ((b * heads + h) * seq + i) * seq + j
+  // element index = ((b * total_heads + head_offset + h) * seq + i) * seq + j: a tensor-parallel
+  // rank's heads draw what those heads draw in the whole model (total_heads 0: shape.heads).
+  RngKey rng;
+  int64_t head_offset = 0;
+  int64_t total_heads = 0;
 };
 
 // Rotary position embedding (rotate-half convention of Megatron and Hugging Face Llama):
@@ -167,11 +181,14 @@ class Backend {
   // --- loss ----------------------------------------------------------------------------------
   // Per row of logits [n, v]: loss[i] = logsumexp(logits[i]) - logits[i, targets[i]], lse[i] =
   // logsumexp(logits[i]); loss and lse f32 [n], targets i32 [n].
+  // A vocab shard (VocabShard) holds columns [first, first + v) of the vocabulary.
   virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
-                                     Tensor& lse) = 0;
+                                     Tensor& lse, VocabShard shard = {}) = 0;
   // dlogits[i] = dloss[i] * (softmax(logits[i]) - onehot(targets[i])); dlogits may be logits.
+  // With a shard, lse must be the log-sum-exp over the whole vocabulary.
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
-                                      const Tensor& lse, const Tensor& dloss, Tensor& dlogits) = 0;
+                                      const Tensor& lse, const Tensor& dloss, Tensor& dlogits,
+                                      VocabShard shard = {}) = 0;
 
   // --- reductions (return to the host; the CUDA backend synchronises) -------------------------
   virtual double sum(const Tensor& x) = 0;          // accumulated in f64, deterministic

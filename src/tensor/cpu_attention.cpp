@@ -265,6 +265,12 @@ struct Dropout {
   }
 };
 
+// Where head h of batch b starts in the probabilities' element numbering (AttentionOptions).
+uint64_t head_base(const AttentionOptions& options, const Layout& l, int64_t b, int64_t h) {
+  const int64_t total = options.total_heads > 0 ? options.total_heads : l.heads;
+  return static_cast<uint64_t>((b * total + options.head_offset + h) * l.seq * l.seq);
+}
+
 struct ForwardScratch {
   Buffer q, kt, v, o, s;
   explicit ForwardScratch(const Layout& l)
@@ -512,7 +518,7 @@ void CpuBackend::attention_forward(const Tensor& qkv, const AttentionShape& shap
       const Dropout dropout{.p = options.dropout,
                             .keep_scale = 1.0f / (1.0f - options.dropout),
                             .key = options.rng,
-                            .head_base = static_cast<uint64_t>(unit * l.seq * l.seq),
+                            .head_base = head_base(options, l, b, h),
                             .seq = l.seq};
       forward_head(l, options, dropout, ws, lse_data + unit * l.seq);
       scatter(ws.o.get(), l.dim_pad, l.seq, l.dim, out, row0, l.heads * l.dim, h * l.dim);
@@ -571,7 +577,7 @@ void CpuBackend::attention_backward(const Tensor& qkv, const Tensor& out, const 
         const Dropout dropout{.p = options.dropout,
                               .keep_scale = 1.0f / (1.0f - options.dropout),
                               .key = options.rng,
-                              .head_base = static_cast<uint64_t>((b * l.heads + h) * l.seq * l.seq),
+                              .head_base = head_base(options, l, b, h),
                               .seq = l.seq};
         backward_head(l, options, dropout, ws);
         scatter(ws.dq.get(), l.dim_pad, l.seq, l.dim, dqkv, row0, l.width, l.query_column(h));

@@ -74,9 +74,9 @@ class CpuBackend final : public Backend {
                           const AttentionOptions& options, Tensor& dqkv) override;
 
   void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
-                             Tensor& lse) override;
+                             Tensor& lse, VocabShard shard = {}) override;
   void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                              const Tensor& dloss, Tensor& dlogits) override;
+                              const Tensor& dloss, Tensor& dlogits, VocabShard shard = {}) override;
 
   double sum(const Tensor& x) override;
   double dot(const Tensor& a, const Tensor& b) override;

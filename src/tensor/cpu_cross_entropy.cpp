@@ -21,7 +21,8 @@ struct Rows {
   bool parallel() const { return n > 1 && n * vocab >= kParallelElements; }
 };
 
-Rows check_rows(const Tensor& logits, const Tensor& targets, const char* op) {
+Rows check_rows(const Tensor& logits, const Tensor& targets, VocabShard shard,
+                const char* op) {
   cpu::require(targets.dtype() == DType::I32, op, "targets must be i32");
   cpu::with_floats(logits, [](const auto*) {});
   const int64_t n = targets.numel();
@@ -30,6 +31,7 @@ Rows check_rows(const Tensor& logits, const Tensor& targets, const char* op) {
     cpu::fail(op, "logits " + to_string(logits.shape()) + " is not [targets, vocab]");
   }
   const Rows rows{.n = n, .vocab = logits.numel() / n};
+  if (shard.partial) return rows;  // targets in other shards are expected
   const int32_t* t = targets.data<int32_t>();
   for (int64_t i = 0; i < n; ++i) {
     if (t[i] < 0 || t[i] >= rows.vocab) {
@@ -86,9 +88,9 @@ void store_row(const float* src, Tensor& x, int64_t i, int64_t width) {
 }  // namespace
 
 void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
-                                       Tensor& lse) {
+                                       Tensor& lse, VocabShard shard) {
   const char* op = "cross_entropy_forward";
-  const Rows rows = check_rows(logits, targets, op);
+  const Rows rows = check_rows(logits, targets, shard, op);
   check_f32_rows(loss, rows.n, op, "loss");
   check_f32_rows(lse, rows.n, op, "lse");
   const int32_t* target = targets.data<int32_t>();
@@ -107,15 +109,17 @@ void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targe
       for (int64_t j = 0; j < v; ++j) sum += cpu::fast_exp(x[j] - max);
       const float log_sum_exp = max + std::log(sum);
       lse_out[i] = log_sum_exp;
-      loss_out[i] = log_sum_exp - x[target[i]];
+      const int64_t t = target[i] - shard.first;
+      loss_out[i] = log_sum_exp - (t >= 0 && t < v ? x[t] : 0.0f);
     }
   }
 }
 
 void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets,
-                                        const Tensor& lse, const Tensor& dloss, Tensor& dlogits) {
+                                        const Tensor& lse, const Tensor& dloss, Tensor& dlogits,
+                                        VocabShard shard) {
   const char* op = "cross_entropy_backward";
-  const Rows rows = check_rows(logits, targets, op);
+  const Rows rows = check_rows(logits, targets, shard, op);
   check_f32_rows(lse, rows.n, op, "lse");
   cpu::require(dloss.numel() == rows.n, op, "dloss must have one value per row");
   cpu::require_numel(logits, dlogits, op);
@@ -139,7 +143,8 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
         const float log_sum_exp = lse_in[i];
 #pragma omp simd
         for (int64_t j = 0; j < v; ++j) y[j] = g * cpu::fast_exp(x[j] - log_sum_exp);
-        y[target[i]] -= g;
+        const int64_t t = target[i] - shard.first;
+        if (t >= 0 && t < v) y[t] -= g;
         store_row(y, dlogits, i, v);
       }
     }

@@ -177,12 +177,17 @@ void philox_uniforms(RngKey key, uint64_t first_block, float* u) {
 static_assert(kChunk % (4 * kPhiloxLanes) == 0, "dropout chunks must hold whole Philox groups");
 
 // Dropout multipliers of elements [begin, begin + n): 1 / (1 - p) where kept, else 0.
-// begin is a multiple of kChunk, so of 4 * kPhiloxLanes.
+// begin is a multiple of kChunk, so of 4 * kPhiloxLanes; the key's offset moves the numbering.
 void dropout_multipliers(RngKey key, float p, int64_t begin, int64_t n, float* mult) {
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  const auto first_block = static_cast<uint64_t>(begin / 4);
-  for (int64_t i = 0; i < n; i += 4 * kPhiloxLanes) {
-    philox_uniforms(key, first_block + static_cast<uint64_t>(i / 4), mult + i);
+  const uint64_t first = key.offset + static_cast<uint64_t>(begin);
+  if (first % 4 == 0) {
+    for (int64_t i = 0; i < n; i += 4 * kPhiloxLanes) {
+      philox_uniforms(key, first / 4 + static_cast<uint64_t>(i / 4), mult + i);
+    }
+  } else {
+    // An offset that splits Philox blocks (rare: shards of an odd hidden size) draws one by one.
+    for (int64_t i = 0; i < n; ++i) mult[i] = uniform_at(key, first + static_cast<uint64_t>(i));
   }
   for (int64_t i = 0; i < n; ++i) mult[i] = mult[i] >= p ? scale : 0.0f;
 }

@@ -11,14 +11,24 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "dist/fault_injection.hpp"
+#include "dist/mpi_communicator.hpp"
+#include "dist/self_communicator.hpp"
+#include "dist/watchdog.hpp"
 #include "model/gpt_model.hpp"
 #include "optim/loss_scaler.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/optimizer.hpp"
+#include "parallel/scalar_reduce.hpp"
+#include "plan/shape.hpp"
+#include "plan/stages.hpp"
 #include "recipe/render.hpp"
 #include "tensor/cpu_backend.hpp"
+#include "tensor/host_io.hpp"
 #include "train/batch_size.hpp"
 #include "train/metrics_log.hpp"
+#include "train/parallel_optimizer.hpp"
+#include "train/pipeline_step.hpp"
 #include "train/train_data.hpp"
 
 namespace megatron::train {
@@ -28,6 +38,46 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The sum of one value per rank that only last pipeline stages hold (the loss), summed over
+// data-parallel ranks and made known to every rank.
+double sum_over_ranks(tensor::Backend& backend, const parallel::ProcessGroups& groups,
+                      double value) {
+  const bool holder = groups.last_stage() && groups.coord.tp == 0;
+  return parallel::sum_across(backend, *groups.world, holder ? value : 0.0);
+}
+
+// Parameters of the whole model: this rank's, summed over the tensor and pipeline ranks of its
+// data-parallel replica (the tied embedding's second copy not counted).
+int64_t whole_model_parameters(tensor::Backend& backend, const parallel::ProcessGroups& groups,
+                               const model::GptModel& model) {
+  int64_t mine = 0;
+  for (const auto& p : model.parameters().all()) {
+    if (p->shared_copy) continue;
+    if (p->split != model::TpSplit::None || groups.coord.tp == 0) mine += p->value.numel();
+  }
+  return int64_t(parallel::sum_across(backend, *groups.model_parallel, double(mine)));
+}
+
+// Each rank's peak memory (tensors and process), gathered to rank 0 and logged: what the plan
+// predicts per rank, measured.
+void report_rank_memory(tensor::Backend& backend, const parallel::ProcessGroups& groups,
+                        int64_t optimizer_bytes) {
+  const int n = groups.world->size();
+  const float mine[3] = {float(backend.memory().peak_bytes), float(peak_rss_bytes()),
+                         float(optimizer_bytes)};
+  tensor::Tensor in = tensor::from_floats(backend, mine, {3});
+  tensor::Tensor all = backend.empty({3 * n}, tensor::DType::F32);
+  groups.world->all_gather(in, all);
+  const std::vector<float> v = tensor::to_floats(backend, all);
+  for (int rank = 0; rank < n; ++rank) {
+    const parallel::Coord at = groups.coord_of(rank);
+    spdlog::info("rank {} (tp {}, dp {}, pp {}): peak tensors {:.1f} MiB (optimizer state {:.1f} "
+                 "MiB), peak RSS {:.1f} MiB",
+                 rank, at.tp, at.dp, at.pp, v[size_t(3 * rank)] / 1048576.0,
+                 v[size_t(3 * rank + 2)] / 1048576.0, v[size_t(3 * rank + 1)] / 1048576.0);
+  }
 }
 
 optim::LrSchedule lr_schedule(const recipe::CompiledRecipe& c) {
@@ -65,22 +115,22 @@ std::filesystem::path prepare_run_dir(const recipe::CompiledRecipe& c, const Tra
 }
 
 // Mean loss over `iters` global batches of the validation split (the same batches every time,
-// so successive evaluations compare like with like).
+// so successive evaluations compare like with like). Micro-batch m of the validation set runs
+// on data-parallel rank m % dp; every rank returns the mean.
 double evaluate(tensor::Backend& backend, const model::GptModel& model,
-                const data::GptSampleSource& valid, const recipe::CompiledRecipe& c) {
+                const parallel::ProcessGroups& groups, const data::GptSampleSource& valid,
+                const recipe::CompiledRecipe& c) {
   const auto& r = c.recipe;
-  double total = 0.0;
-  int64_t batches = 0;
-  const model::Pass pass{.backend = backend, .training = false, .seed = uint64_t(r.training.seed)};
-  const int64_t samples = r.eval.iters * r.training.global_batch_size;
-  for (int64_t first = 0; first < samples; first += r.training.micro_batch_size) {
-    const model::GptBatch batch =
-        make_batch(backend, valid, first, r.training.micro_batch_size, r.model.vocab_size);
-    const model::LossSum sum = model.forward(pass, batch, nullptr);
-    total += sum.loss / std::max(sum.tokens, 1.0);
-    ++batches;
-  }
-  return total / double(std::max<int64_t>(batches, 1));
+  const int64_t mbs = r.training.micro_batch_size;
+  const int64_t total = r.eval.iters * r.training.global_batch_size / mbs;
+  const int64_t mine = (total - groups.coord.dp + groups.dp_size - 1) / groups.dp_size;
+  const double sum = forward_only(backend, model, groups, mine, uint64_t(r.training.seed),
+                                  [&](int64_t j) {
+                                    const int64_t m = j * groups.dp_size + groups.coord.dp;
+                                    return make_batch(backend, valid, m * mbs, mbs,
+                                                      r.model.vocab_size);
+                                  });
+  return sum_over_ranks(backend, groups, sum) / double(std::max<int64_t>(total, 1));
 }
 
 }  // namespace
@@ -98,11 +148,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   if (r.model.arch != recipe::Arch::Gpt) {
     throw UserError(c.file + ": model.arch: only gpt trains so far (bert and t5 are planned)");
   }
-  if (d.world_size != 1) {
-    throw UserError(fmt::format(
-        "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}); this build "
-        "trains on one process: set parallel.tensor=1 parallel.pipeline=1 parallel.data=1",
-        c.file, d.world_size, r.parallel.tensor, r.parallel.pipeline, d.data_parallel));
+  if (r.parallel.context != 1) {
+    throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "
+                             "parallel.context=1");
   }
   if (d.train_iters <= 0) {
     throw UserError(c.file + ": the recipe sets no training length: set training.train_iters, "
@@ -110,25 +158,49 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   }
   const auto started = Clock::now();
   TrainResult result;
-  result.run_dir = prepare_run_dir(c, options);
 
+  // MPI first (it outlives every communicator), then the backend, then the groups.
+  dist::Watchdog::set_timeout(std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
+  std::unique_ptr<dist::MpiRuntime> mpi;
+  if (d.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
   tensor::CpuBackend backend(options.threads);
+  std::unique_ptr<dist::Communicator> world =
+      mpi ? mpi->world() : std::make_unique<dist::SelfCommunicator>("world", &backend);
+  if (world->size() != d.world_size) {
+    throw UserError(fmt::format(
+        "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) but the job "
+        "has {}; start it with megatron run --nproc {} or mpirun -np {}",
+        c.file, d.world_size, r.parallel.tensor, r.parallel.pipeline, d.data_parallel,
+        world->size(), d.world_size, d.world_size));
+  }
+  const parallel::ProcessGroups groups = parallel::make_process_groups(
+      std::move(world), int(r.parallel.tensor), int(r.parallel.context), int(d.data_parallel),
+      int(r.parallel.pipeline));
+  const bool rank0 = groups.world_rank == 0;
+  if (!rank0) spdlog::set_level(spdlog::level::warn);
+  if (rank0) result.run_dir = prepare_run_dir(c, options);
+
   const model::GptConfig config = model::gpt_config(r, d);
-  model::GptModel model(backend, config);
+  model::ModelPlacement placement{
+      .tp = {.group = groups.tp.get(), .rank = groups.coord.tp, .size = groups.tp_size,
+             .sequence_parallel = r.parallel.sequence_parallel && groups.tp_size > 1},
+      .first_stage = groups.first_stage(),
+      .last_stage = groups.last_stage()};
+  const plan::Chunks chunks = plan::model_chunks(plan::shape_of(c), d.layers_per_chunk);
+  for (int64_t v = 0; v < r.parallel.virtual_pipeline; ++v) {
+    placement.chunks.push_back(chunks[size_t(v * groups.pp_size + groups.coord.pp)]);
+  }
+  model::GptModel model(backend, config, placement);
   model.initialise(uint64_t(r.training.seed));
 
-  std::vector<optim::OptimizedTensor> targets;
-  for (const auto& p : model.parameters().all()) {
-    targets.push_back({.name = p->name, .value = &p->value, .grad = &p->grad,
-                       .weight_decay = p->weight_decay});
-  }
-  optim::Optimizer optimizer(backend, std::move(targets),
-                             {.kind = r.training.optimizer,
-                              .beta1 = r.training.adam_beta1,
-                              .beta2 = r.training.adam_beta2,
-                              .eps = r.training.adam_eps,
-                              .weight_decay = r.training.weight_decay,
-                              .momentum = r.training.sgd_momentum});
+  ParallelOptimizer optimizer(backend, model.parameters(), groups,
+                              {.kind = r.training.optimizer,
+                               .beta1 = r.training.adam_beta1,
+                               .beta2 = r.training.adam_beta2,
+                               .eps = r.training.adam_eps,
+                               .weight_decay = r.training.weight_decay,
+                               .momentum = r.training.sgd_momentum},
+                              r.parallel.distributed_optimizer);
   const optim::LossScalerConfig scaling = scaler_config(r.precision);
   optim::LossScaler scaler(scaling);
   const optim::LrSchedule schedule = lr_schedule(c);
@@ -136,6 +208,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                               .micro_batch = r.training.micro_batch_size,
                               .data_parallel = d.data_parallel,
                               .rampup = r.training.rampup_batch_size};
+  const parallel::ScheduleKind pipeline_schedule =
+      schedule_kind(r.parallel.schedule, r.parallel.virtual_pipeline);
 
   int64_t train_samples = 0;
   for (int64_t it = 0; it < d.train_iters; ++it) train_samples += batches.global_batch_at(train_samples);
@@ -145,14 +219,22 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
 
   spdlog::info("megatron run {}: gpt, {} layers, hidden {}, {} heads, seq {}, {:.2f}M parameters ({})",
                c.file, config.num_layers, config.hidden, config.heads, config.seq_length,
-               double(model.parameters().count()) / 1e6, tensor::name(config.dtype));
-  spdlog::info("rank 0 of 1 on {}: layout tensor 1 x pipeline 1 x data 1; global batch {} = {} "
-               "micro-batches x {}; {} iterations", backend.description(),
+               double(whole_model_parameters(backend, groups, model)) / 1e6,
+               tensor::name(config.dtype));
+  spdlog::info("{} rank{} on {}: layout tensor {} x pipeline {}{} x data {}{}{}; global batch {} = "
+               "{} micro-batches x {}; {} iterations",
+               d.world_size, d.world_size > 1 ? "s" : "", backend.description(), groups.tp_size,
+               groups.pp_size,
+               r.parallel.virtual_pipeline > 1
+                   ? fmt::format(" (x{} virtual)", r.parallel.virtual_pipeline) : "",
+               groups.dp_size, placement.tp.sequence_parallel ? ", sequence parallel" : "",
+               r.parallel.distributed_optimizer && groups.dp_size > 1 ? ", distributed optimizer" : "",
                r.training.global_batch_size, batches.microbatches_at(0), r.training.micro_batch_size,
                d.train_iters);
   spdlog::info("data: {}; run directory {}", data.description, result.run_dir.string());
 
-  MetricsLog log(result.run_dir);
+  std::optional<MetricsLog> log;
+  if (rank0) log.emplace(result.run_dir);
   const double time_limit_s = r.training.exit_duration_minutes
                                   ? *r.training.exit_duration_minutes * 60.0
                                   : std::numeric_limits<double>::infinity();
@@ -163,28 +245,30 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
 
   if (evaluating && data.valid) {
     // Where training starts from: an untrained model scores about log(vocabulary).
-    log.validation(0, evaluate(backend, model, *data.valid, c));
+    const double val = evaluate(backend, model, groups, *data.valid, c);
+    if (log) log->validation(0, val);
   }
+  const int64_t mbs = r.training.micro_batch_size;
   for (int64_t iteration = 1; iteration <= d.train_iters; ++iteration) {
+    dist::set_current_iteration(iteration);
+    dist::inject_fault(groups.world_rank, iteration);
     const auto step_start = Clock::now();
     const int64_t global_batch = batches.global_batch_at(consumed);
-    const int64_t micro = batches.microbatches_at(consumed);
+    const int64_t micro = batches.microbatches_at(consumed);  // per data-parallel rank
     const double loss_scale = scaler.scale();
-    model.parameters().zero_grads();
-    double loss = 0.0;
-    for (int64_t m = 0; m < micro; ++m) {
-      const model::Pass pass{.backend = backend, .training = true,
-                             .seed = uint64_t(r.training.seed), .iteration = iteration,
-                             .microbatch = m};
-      const model::GptBatch batch =
-          make_batch(backend, *data.train, consumed + m * r.training.micro_batch_size,
-                     r.training.micro_batch_size, r.model.vocab_size);
-      model::GptActivations saved;
-      const model::LossSum sum = model.forward(pass, batch, &saved);
-      const double tokens = std::max(sum.tokens, 1.0);
-      loss += sum.loss / tokens / double(micro);
-      model.backward(pass, batch, saved, float(loss_scale / (tokens * double(micro))));
-    }
+    optimizer.zero_grads();
+    const StepShape shape{.schedule = pipeline_schedule,
+                          .microbatches = micro,
+                          .global_microbatches = micro * groups.dp_size,
+                          .loss_scale = loss_scale,
+                          .seed = uint64_t(r.training.seed),
+                          .iteration = iteration};
+    const double local_loss = forward_backward(backend, model, groups, shape, [&](int64_t j) {
+      const int64_t m = j * groups.dp_size + groups.coord.dp;  // in the global batch
+      return make_batch(backend, *data.train, consumed + m * mbs, mbs, r.model.vocab_size);
+    });
+    const double loss = sum_over_ranks(backend, groups, local_loss);
+    optimizer.reduce_gradients();
     const double grad_norm = optimizer.grad_norm(1.0 / loss_scale);
     const bool overflow = !std::isfinite(grad_norm) || !std::isfinite(loss);
     const double lr = optim::learning_rate(schedule, iteration);
@@ -208,6 +292,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     }
     consumed += global_batch;
     result.losses.push_back(loss);
+    result.grad_norms.push_back(grad_norm);
     backend.synchronize();
     const double step_seconds = seconds_since(step_start);
     interval_loss += loss;
@@ -215,12 +300,18 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     interval_tokens += global_batch * r.data.seq_length;
     ++interval_iters;
 
-    const bool out_of_time = seconds_since(started) >= time_limit_s;
+    // Every rank must agree on stopping: rank 0's clock decides.
+    bool out_of_time = seconds_since(started) >= time_limit_s;
+    if (groups.world->size() > 1) {
+      tensor::Tensor flag = tensor::from_ints(backend, std::vector<int32_t>{out_of_time ? 1 : 0}, {1});
+      groups.world->broadcast(flag, 0);
+      out_of_time = tensor::to_ints(backend, flag)[0] != 0;
+    }
     const bool last = iteration == d.train_iters || out_of_time;
     std::optional<double> val;
     if (evaluating && data.valid && (iteration % *r.eval.interval == 0 || last)) {
-      val = evaluate(backend, model, *data.valid, c);
-      log.validation(iteration, *val);
+      val = evaluate(backend, model, groups, *data.valid, c);
+      if (log) log->validation(iteration, *val);
       result.final_val_loss = val;
     }
     if (iteration % r.logging.interval == 0 || last || val) {
@@ -242,7 +333,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
         m.val_loss = *val;
         m.val_ppl = perplexity(*val);
       }
-      log.log(m);
+      if (log) log->log(m);
       interval_loss = interval_seconds = 0.0;
       interval_iters = interval_tokens = 0;
     }
@@ -254,6 +345,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
       break;
     }
   }
+  report_rank_memory(backend, groups, optimizer.state_bytes());
   spdlog::info("done: {} iterations, {} samples, {} ({:.1f} s); metrics in {}", result.iterations,
                result.consumed_samples, result.stop_reason, seconds_since(started),
                (result.run_dir / "metrics.jsonl").string());

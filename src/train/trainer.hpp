@@ -20,7 +20,8 @@ struct TrainOptions {
 struct TrainResult {
   int64_t iterations = 0;
   int64_t consumed_samples = 0;
-  std::vector<double> losses;  // lm loss of every iteration
+  std::vector<double> losses;      // lm loss of every iteration
+  std::vector<double> grad_norms;  // and its gradient norm
   std::optional<double> final_val_loss;
   std::filesystem::path run_dir;
   std::string stop_reason;

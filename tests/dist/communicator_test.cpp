@@ -1,9 +1,9 @@
-// The MPI Communicator, run by ctest under `mpiexec -n 4` (see tests/CMakeLists.txt): every rank
-// runs every test, and each test checks what its own rank received.
+// The MPI Communicator, run by ctest under `mpiexec -n 4` and `-n 8` (see tests/CMakeLists.txt):
+// every rank runs every test, and each test checks what its own rank received.
 #include <gtest/gtest.h>
 
 #include "dist/launcher.hpp"
-#include "dist/mpi_communicator.hpp"
+#include "mpi_world.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/host_io.hpp"
 
@@ -13,15 +13,10 @@ namespace {
 using tensor::DType;
 using tensor::Tensor;
 
-std::unique_ptr<Communicator> world() {
-  static MpiRuntime runtime;
-  return runtime.world();
-}
-
 class CommunicatorTest : public ::testing::Test {
  protected:
   tensor::CpuBackend backend{1};
-  std::unique_ptr<Communicator> comm = world();
+  std::unique_ptr<Communicator> comm = mpi_world();
   int rank = comm->rank();
   int size = comm->size();
 };
@@ -121,6 +116,23 @@ TEST_F(CommunicatorTest, SplitFormsGroupsByColorOrderedByKey) {
   EXPECT_EQ(group->rank(), higher_same_parity);
 }
 
+TEST_F(CommunicatorTest, SplitWithNoGroupLeavesThatRankOut) {
+  // Odd ranks join no group, yet call split: it is collective over the parent.
+  auto group = comm->split(rank % 2 == 0 ? 0 : kNoGroup, rank, "even");
+  if (rank % 2 == 1) {
+    EXPECT_EQ(group, nullptr);
+    return;
+  }
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->size(), (size + 1) / 2);
+  EXPECT_EQ(group->rank(), rank / 2);
+  Tensor x = tensor::from_ints(backend, std::vector<int32_t>{rank}, {1});
+  group->all_reduce(x);
+  int32_t expected = 0;
+  for (int r = 0; r < size; r += 2) expected += r;
+  EXPECT_EQ(tensor::to_ints(backend, x)[0], expected);
+}
+
 TEST_F(CommunicatorTest, ChunkedCollectivesRefuseMismatchedShapes) {
   Tensor whole = backend.empty({size + 1}, DType::F32);
   Tensor mine = backend.empty({1}, DType::F32);
@@ -130,13 +142,3 @@ TEST_F(CommunicatorTest, ChunkedCollectivesRefuseMismatchedShapes) {
 
 }  // namespace
 }  // namespace megatron::dist
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints, so a four-rank run reads as one; every rank still fails the run.
-  if (megatron::dist::launch_info().rank != 0) {
-    delete ::testing::UnitTest::GetInstance()->listeners().Release(
-        ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
-  }
-  return RUN_ALL_TESTS();
-}

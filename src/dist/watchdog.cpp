@@ -1,0 +1,141 @@
+#include "dist/watchdog.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace megatron::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// What one thread is blocked in. The owner thread writes it and the watchdog thread reads it,
+// both under `mutex`: the lock is uncontended but for the moment of a check, and it keeps
+// `op.group` alive while it is read (the scope clears `active` under it before returning).
+struct Slot {
+  std::mutex mutex;
+  bool active = false;
+  Clock::time_point start;
+  WatchedOp op;
+  int depth = 0;  // open scopes; the owner thread's alone
+};
+
+struct Registry {
+  std::mutex mutex;  // guards `slots`
+  std::vector<Slot*> slots;
+  std::atomic<int64_t> timeout_ms{10 * 60 * 1000};
+  std::atomic<int> world_rank{0};
+  std::atomic<int64_t> iteration{0};
+  std::once_flag started;
+};
+
+// Never destroyed: the detached watchdog thread may still read it while the process exits.
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+// Each thread's slot, listed in the registry for the thread's lifetime.
+struct ThreadSlot {
+  Slot slot;
+  ThreadSlot() {
+    std::lock_guard lock(registry().mutex);
+    registry().slots.push_back(&slot);
+  }
+  ~ThreadSlot() {
+    std::lock_guard lock(registry().mutex);
+    std::erase(registry().slots, &slot);
+  }
+};
+
+Slot& this_thread_slot() {
+  thread_local ThreadSlot mine;
+  return mine.slot;
+}
+
+[[noreturn]] void fire(const WatchedOp& op, milliseconds timeout) {
+  Registry& r = registry();
+  const std::string line = timeout_message(r.world_rank.load(), op, timeout, r.iteration.load());
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  // _Exit: no destructors or atexit handlers, which could block on the stuck communication.
+  std::_Exit(1);
+}
+
+void watch() {
+  Registry& r = registry();
+  for (;;) {
+    const milliseconds timeout(r.timeout_ms.load());
+    // Poll often enough that a timeout fires within a tenth of itself, at most every 100 ms.
+    std::this_thread::sleep_for(std::clamp(timeout / 10, milliseconds(10), milliseconds(100)));
+    const Clock::time_point now = Clock::now();
+    std::lock_guard lock(r.mutex);
+    for (Slot* slot : r.slots) {
+      std::lock_guard slot_lock(slot->mutex);
+      if (slot->active && now - slot->start > timeout) fire(slot->op, timeout);
+    }
+  }
+}
+
+// "30 s", "1.5 s", "10 min".
+std::string format_duration(milliseconds d) {
+  char text[32];
+  if (d.count() >= 60'000 && d.count() % 60'000 == 0) {
+    std::snprintf(text, sizeof text, "%lld min", static_cast<long long>(d.count() / 60'000));
+  } else {
+    std::snprintf(text, sizeof text, "%g s", static_cast<double>(d.count()) / 1000.0);
+  }
+  return text;
+}
+
+}  // namespace
+
+void Watchdog::set_timeout(milliseconds timeout) {
+  registry().timeout_ms.store(std::max<int64_t>(timeout.count(), 1));
+}
+
+milliseconds Watchdog::timeout() { return milliseconds(registry().timeout_ms.load()); }
+
+void Watchdog::set_world_rank(int rank) { registry().world_rank.store(rank); }
+
+void set_current_iteration(int64_t iteration) { registry().iteration.store(iteration); }
+
+WatchdogScope::WatchdogScope(const WatchedOp& op) {
+  Slot& slot = this_thread_slot();
+  outermost_ = slot.depth++ == 0;
+  if (!outermost_) return;
+  std::call_once(registry().started, [] { std::thread(watch).detach(); });
+  std::lock_guard lock(slot.mutex);
+  slot.op = op;
+  slot.start = Clock::now();
+  slot.active = true;
+}
+
+WatchdogScope::~WatchdogScope() {
+  Slot& slot = this_thread_slot();
+  --slot.depth;
+  if (!outermost_) return;
+  std::lock_guard lock(slot.mutex);
+  slot.active = false;
+}
+
+std::string timeout_message(int world_rank, const WatchedOp& op, milliseconds timeout,
+                            int64_t iteration) {
+  std::string what = op.op;
+  if (op.peer >= 0) what += " rank " + std::to_string(op.peer);
+  const std::string when =
+      iteration > 0 ? "at iteration " + std::to_string(iteration) : "during start-up";
+  return "megatron: error: rank " + std::to_string(world_rank) + ": " + what + " on group " +
+         std::string(op.group) + " (" + std::to_string(op.group_size) +
+         (op.group_size == 1 ? " rank" : " ranks") + ") did not complete within " +
+         format_duration(timeout) + " " + when +
+         ": a peer rank died or is stuck; see the other ranks' messages, or raise "
+         "parallel.timeout_minutes";
+}
+
+}  // namespace megatron::dist

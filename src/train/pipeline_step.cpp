@@ -1,0 +1,165 @@
+#include "train/pipeline_step.hpp"
+
+#include <map>
+#include <memory>
+#include <utility>
+
+namespace megatron::train {
+namespace {
+
+using parallel::Phase;
+using parallel::PipelineOp;
+using tensor::Tensor;
+
+// Where chunk c of stage s sits in the model, and its neighbours: the model is chunk 0 of
+// stages 0..p-1, then chunk 1 of stages 0..p-1, ...
+struct Neighbour {
+  int stage;
+  int chunk;
+};
+
+Neighbour previous(int stage, int chunk, int stages) {
+  return stage > 0 ? Neighbour{stage - 1, chunk} : Neighbour{stages - 1, chunk - 1};
+}
+Neighbour next(int stage, int chunk, int stages) {
+  return stage < stages - 1 ? Neighbour{stage + 1, chunk} : Neighbour{0, chunk + 1};
+}
+
+// A message is named by what the receiver does with it, so that the receiver can ask for it
+// whatever order the sender sent in.
+int tag(Phase phase, int receiver_chunk, int64_t microbatch, int64_t microbatches) {
+  return int(2 * (receiver_chunk * microbatches + microbatch) + (phase == Phase::Backward ? 1 : 0));
+}
+
+class Executor {
+ public:
+  Executor(tensor::Backend& backend, const model::GptModel& model,
+           const parallel::ProcessGroups& groups, int64_t microbatches, const BatchSource& batches)
+      : backend_(backend), model_(model), groups_(groups), microbatches_(microbatches),
+        batches_(batches) {}
+
+  ~Executor() {
+    for (auto& [tensor, request] : sends_) request->wait();
+  }
+
+  const model::GptBatch& batch(int64_t j) {
+    auto it = cache_.find(j);
+    if (it == cache_.end()) it = cache_.emplace(j, batches_(j)).first;
+    return it->second;
+  }
+  void forget(int64_t j) { cache_.erase(j); }
+
+  Tensor receive(Phase phase, int chunk, int64_t j) {
+    const int stages = groups_.pp_size, stage = groups_.coord.pp;
+    const Neighbour from = phase == Phase::Forward ? previous(stage, chunk, stages)
+                                                   : next(stage, chunk, stages);
+    const model::GptBatch& b = batch(j);
+    Tensor x = backend_.empty({model_.hidden_rows(b), model_.config().hidden},
+                              model_.config().dtype);
+    groups_.pp->recv(x, from.stage, tag(phase, chunk, j, microbatches_));
+    return x;
+  }
+
+  void send(Phase phase, int chunk, int64_t j, Tensor x) {
+    const int stages = groups_.pp_size, stage = groups_.coord.pp;
+    const Neighbour to = phase == Phase::Forward ? next(stage, chunk, stages)
+                                                 : previous(stage, chunk, stages);
+    auto request = groups_.pp->send_async(x, to.stage, tag(phase, to.chunk, j, microbatches_));
+    sends_.emplace_back(std::move(x), std::move(request));
+  }
+
+ private:
+  tensor::Backend& backend_;
+  const model::GptModel& model_;
+  const parallel::ProcessGroups& groups_;
+  int64_t microbatches_;
+  const BatchSource& batches_;
+  std::map<int64_t, model::GptBatch> cache_;
+  // Sends in flight, with the tensors they read (alive until the send completes).
+  std::vector<std::pair<Tensor, std::unique_ptr<dist::Request>>> sends_;
+};
+
+model::Pass pass_for(tensor::Backend& backend, bool training, uint64_t seed, int64_t iteration,
+                     const parallel::ProcessGroups& groups, int64_t j) {
+  // Dropout is keyed by the micro-batch's place in the global batch, so that it draws what one
+  // process draws for the same samples.
+  return {.backend = backend, .training = training, .seed = seed, .iteration = iteration,
+          .microbatch = j * groups.dp_size + groups.coord.dp};
+}
+
+}  // namespace
+
+parallel::ScheduleKind schedule_kind(const std::optional<recipe::Schedule>& schedule,
+                                     int64_t virtual_stages) {
+  if (!schedule) {
+    return virtual_stages > 1 ? parallel::ScheduleKind::Interleaved : parallel::ScheduleKind::OneFOneB;
+  }
+  switch (*schedule) {
+    case recipe::Schedule::OneFOneB: return parallel::ScheduleKind::OneFOneB;
+    case recipe::Schedule::Interleaved: return parallel::ScheduleKind::Interleaved;
+    case recipe::Schedule::AllForwardAllBackward: return parallel::ScheduleKind::AllForwardAllBackward;
+  }
+  return parallel::ScheduleKind::OneFOneB;
+}
+
+double forward_backward(tensor::Backend& backend, const model::GptModel& model,
+                        const parallel::ProcessGroups& groups, const StepShape& shape,
+                        const BatchSource& batches) {
+  const auto ops = parallel::stage_schedule(shape.schedule, groups.pp_size, groups.coord.pp,
+                                            int(model.chunks()), int(shape.microbatches));
+  Executor io(backend, model, groups, shape.microbatches, batches);
+  std::map<std::pair<int, int>, model::GptActivations> saved;
+  std::map<int64_t, float> loss_grad;
+  double loss = 0.0;
+  for (const PipelineOp& op : ops) {
+    const int64_t j = op.microbatch;
+    const model::GptBatch& batch = io.batch(j);
+    const model::Pass pass = pass_for(backend, true, shape.seed, shape.iteration, groups, j);
+    model::GptActivations& acts = saved[{op.chunk, op.microbatch}];
+    if (op.phase == Phase::Forward) {
+      Tensor x = model.starts_model(op.chunk) ? Tensor{} : io.receive(Phase::Forward, op.chunk, j);
+      model::LossSum sum;
+      Tensor y = model.forward_chunk(pass, op.chunk, batch, std::move(x), &acts, &sum);
+      if (model.ends_model(op.chunk)) {
+        const double tokens = std::max(sum.tokens, 1.0);
+        loss += sum.loss / tokens / double(shape.global_microbatches);
+        loss_grad[j] = float(shape.loss_scale / (tokens * double(shape.global_microbatches)));
+      } else {
+        io.send(Phase::Forward, op.chunk, j, std::move(y));
+      }
+    } else {
+      Tensor dy = model.ends_model(op.chunk) ? Tensor{} : io.receive(Phase::Backward, op.chunk, j);
+      Tensor dx = model.backward_chunk(pass, op.chunk, batch, std::move(dy), acts,
+                                       model.ends_model(op.chunk) ? loss_grad[j] : 0.0f);
+      saved.erase({op.chunk, op.microbatch});
+      if (!model.starts_model(op.chunk)) io.send(Phase::Backward, op.chunk, j, std::move(dx));
+      if (op.chunk == 0) io.forget(j);  // chunk 0's backward is this micro-batch's last use
+    }
+  }
+  return loss;
+}
+
+double forward_only(tensor::Backend& backend, const model::GptModel& model,
+                    const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
+                    const BatchSource& batches) {
+  Executor io(backend, model, groups, microbatches, batches);
+  double loss = 0.0;
+  for (int64_t j = 0; j < microbatches; ++j) {
+    const model::GptBatch& batch = io.batch(j);
+    const model::Pass pass = pass_for(backend, false, seed, 0, groups, j);
+    for (int chunk = 0; chunk < int(model.chunks()); ++chunk) {
+      Tensor x = model.starts_model(chunk) ? Tensor{} : io.receive(Phase::Forward, chunk, j);
+      model::LossSum sum;
+      Tensor y = model.forward_chunk(pass, chunk, batch, std::move(x), nullptr, &sum);
+      if (model.ends_model(chunk)) {
+        loss += sum.loss / std::max(sum.tokens, 1.0);
+      } else {
+        io.send(Phase::Forward, chunk, j, std::move(y));
+      }
+    }
+    io.forget(j);
+  }
+  return loss;
+}
+
+}  // namespace megatron::train

@@ -1,0 +1,41 @@
+// One iteration's forward and backward passes on this rank: its micro-batches through its model
+// chunks in the pipeline schedule's order, activations and their gradients sent between stages.
+#pragma once
+
+#include <functional>
+
+#include "model/gpt_model.hpp"
+#include "parallel/pipeline_schedule.hpp"
+#include "parallel/process_groups.hpp"
+
+namespace megatron::train {
+
+struct StepShape {
+  parallel::ScheduleKind schedule = parallel::ScheduleKind::OneFOneB;
+  int64_t microbatches = 1;         // this data-parallel rank's, per iteration
+  int64_t global_microbatches = 1;  // over every data-parallel rank (the loss averages over them)
+  double loss_scale = 1.0;
+  uint64_t seed = 0;
+  int64_t iteration = 0;
+};
+
+// Micro-batch j of this data-parallel rank (its global index is j * dp + dp rank).
+using BatchSource = std::function<model::GptBatch(int64_t j)>;
+
+// Runs forwards and backwards (gradients accumulate into the parameters). Returns the sum over
+// this rank's micro-batches of their mean token loss / global_microbatches on the last stage,
+// 0 elsewhere.
+double forward_backward(tensor::Backend& backend, const model::GptModel& model,
+                        const parallel::ProcessGroups& groups, const StepShape& shape,
+                        const BatchSource& batches);
+
+// Forward only (evaluation): the sum of the micro-batches' mean token losses on the last
+// stage, 0 elsewhere.
+double forward_only(tensor::Backend& backend, const model::GptModel& model,
+                    const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
+                    const BatchSource& batches);
+
+parallel::ScheduleKind schedule_kind(const std::optional<recipe::Schedule>& schedule,
+                                     int64_t virtual_stages);
+
+}  // namespace megatron::train
