@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "dist/launcher.hpp"
 #include "recipe/enum_names.hpp"
 
 namespace megatron::cli {
@@ -17,6 +18,15 @@ namespace {
 int report(const std::string& message, int code) {
   std::cerr << "megatron: error: " << message << "\n";
   return code;
+}
+
+// In a job every rank reads the same recipe and data, so a bad input fails on each of them the
+// same way: rank 0 alone says so. A runtime failure may be one rank's: each says which it is.
+int report_in_job(const std::string& message, int code) {
+  const dist::LaunchInfo launch = dist::launch_info();
+  if (launch.world_size == 1) return report(message, code);
+  if (code == kExitBadInput) return launch.rank == 0 ? report(message, code) : code;
+  return report(fmt::format("rank {}: {}", launch.rank, message), code);
 }
 
 }  // namespace
@@ -68,11 +78,11 @@ int run(int argc, char** argv) {
     std::cout << app.get_subcommands().front()->help();
     return kExitBadInput;
   } catch (const UserError& e) {
-    return report(e.what(), kExitBadInput);
+    return report_in_job(e.what(), kExitBadInput);
   } catch (const RuntimeFailure& e) {
-    return report(e.what(), kExitRuntimeFailure);
+    return report_in_job(e.what(), kExitRuntimeFailure);
   } catch (const std::exception& e) {
-    return report(std::string("internal error: ") + e.what(), kExitRuntimeFailure);
+    return report_in_job(std::string("internal error: ") + e.what(), kExitRuntimeFailure);
   }
   return 0;
 }

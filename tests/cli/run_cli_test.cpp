@@ -211,10 +211,12 @@ TEST(RunCommand, ABadOverrideIsRefusedWithOneLineAndExitCodeTwo) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
-TEST(RunCommand, ALayoutNeedingSeveralRanksIsRefusedBeforeTraining) {
+TEST(RunCommand, OneProcessWhoseLayoutNeedsSeveralRanksIsToldToStartThem) {
   const auto r = run_megatron("run recipes/gpt-tiny.yaml parallel.tensor=2");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("megatron: error: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("megatron: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("needs 2 ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--nproc 2"), std::string::npos) << r.err;
 }
 
 }  // namespace

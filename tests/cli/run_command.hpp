@@ -18,13 +18,14 @@ struct CommandResult {
   std::string err;
 };
 
-// `args` is appended to the binary path as shell words (quote them yourself).
-inline CommandResult run_megatron(const std::string& args) {
+// `args` is appended to the binary path as shell words (quote them yourself); `prefix` goes
+// before the binary (environment assignments, a wrapper such as timeout).
+inline CommandResult run_megatron_with_env(const std::string& prefix, const std::string& args) {
   test_support::TempDir dir;
   const auto out_file = dir.path() / "stdout";
   const auto err_file = dir.path() / "stderr";
-  const std::string command = std::string("cd '") + MEGATRON_SOURCE_DIR + "' && '" +
-                              MEGATRON_BINARY + "' " + args + " >'" + out_file.string() +
+  const std::string command = std::string("cd '") + MEGATRON_SOURCE_DIR + "' && " + prefix +
+                              " '" + MEGATRON_BINARY + "' " + args + " >'" + out_file.string() +
                               "' 2>'" + err_file.string() + "'";
   const int status = std::system(command.c_str());
   CommandResult result;
@@ -39,5 +40,7 @@ inline CommandResult run_megatron(const std::string& args) {
   result.err = slurp(err_file);
   return result;
 }
+
+inline CommandResult run_megatron(const std::string& args) { return run_megatron_with_env("", args); }
 
 }  // namespace megatron::cli

@@ -1,0 +1,219 @@
+// `megatron run --nproc N` under every parallel layout trains the same model as one process:
+// the loss and gradient norm of every iteration match, with dropout off and on, in f32, bf16
+// and f16. Also: bad layouts are refused before any rank starts, and a dead rank does not hang
+// the job.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_command.hpp"
+#include "support/temp_dir.hpp"
+
+namespace megatron::cli {
+namespace {
+
+// gpt-tiny shrunk to 8 layers of width 32 (8 layers: pp4 x 2 virtual stages gets one each).
+// vocab 256 pads to the same 256 rows at tensor 1 and 2, so every layout has the same model;
+// 4 micro-batches per iteration fill a 4-stage pipeline.
+const std::string kModel =
+    "recipes/gpt-tiny.yaml model.num_layers=8 model.hidden_size=32 model.num_attention_heads=4 "
+    "model.vocab_size=256 data.seq_length=16 training.micro_batch_size=2 "
+    "training.global_batch_size=8 training.lr_warmup_iters=1 training.train_iters=10 "
+    "logging.interval=1 eval.interval=5 eval.iters=1 parallel.timeout_minutes=2 ";
+const std::string kDropout = "model.hidden_dropout=0.1 model.attention_dropout=0.1 ";
+
+struct Iteration {
+  double loss = 0, grad_norm = 0;
+  int64_t skipped = 0;
+};
+
+std::vector<Iteration> train(int nproc, const std::string& overrides) {
+  test_support::TempDir dir;
+  const std::string launch = nproc == 1 ? "--threads 1 " : "--nproc " + std::to_string(nproc) + " ";
+  const auto r = run_megatron("run " + launch + kModel + overrides + " --run-dir " +
+                              dir.path().string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<Iteration> out;
+  std::ifstream in(dir.path() / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto m = nlohmann::json::parse(line);
+    if (!m.contains("lm_loss")) continue;
+    out.push_back({.loss = m["lm_loss"].get<double>(),
+                   .grad_norm = m["grad_norm"].is_number() ? m["grad_norm"].get<double>() : NAN,
+                   .skipped = m["skipped_iterations"].get<int64_t>()});
+  }
+  return out;
+}
+
+// The one-process runs, trained once per setting.
+const std::vector<Iteration>& reference(const std::string& overrides) {
+  static std::map<std::string, std::vector<Iteration>> runs;
+  auto it = runs.find(overrides);
+  if (it == runs.end()) it = runs.emplace(overrides, train(1, overrides)).first;
+  return it->second;
+}
+
+void expect_same_run(const std::vector<Iteration>& one, const std::vector<Iteration>& many,
+                     double tolerance) {
+  ASSERT_EQ(one.size(), 10u);
+  ASSERT_EQ(many.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    EXPECT_NEAR(many[i].loss, one[i].loss, tolerance * std::abs(one[i].loss));
+    EXPECT_NEAR(many[i].grad_norm, one[i].grad_norm, tolerance * std::abs(one[i].grad_norm));
+    EXPECT_EQ(many[i].skipped, one[i].skipped);
+  }
+}
+
+struct Layout {
+  const char* name;
+  int nproc;
+  const char* overrides;
+};
+
+// f32: the layouts compute the same sums in another order (partial GEMMs summed by
+// all-reduce, gradients accumulated per rank and then across ranks), so results differ by f32
+// rounding, about 1e-7 relative per operation. Adam divides each gradient by its own running
+// RMS, which carries those differences into the weights at full size, and ten iterations
+// compound them: measured up to 6e-6 relative (dropout on). 5e-5 leaves room for that and is
+// still far below what any real mismatch gives (a wrong dropout mask or a dropped gradient moves
+// the loss by 1e-3 or more).
+constexpr double kF32Tolerance = 5e-5;
+
+class ParallelRun : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(ParallelRun, MatchesOneProcessStepForStep) {
+  expect_same_run(reference(""), train(GetParam().nproc, GetParam().overrides), kF32Tolerance);
+}
+
+TEST_P(ParallelRun, MatchesOneProcessStepForStepWithDropout) {
+  expect_same_run(reference(kDropout), train(GetParam().nproc, kDropout + GetParam().overrides),
+                  kF32Tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ParallelRun,
+    ::testing::Values(
+        Layout{"tp2", 2, "parallel.tensor=2"},
+        Layout{"tp2_sp", 2, "parallel.tensor=2 parallel.sequence_parallel=true"},
+        Layout{"pp2", 2, "parallel.pipeline=2"},
+        Layout{"pp4_interleaved", 4, "parallel.pipeline=4 parallel.virtual_pipeline=2"},
+        Layout{"dp2", 2, ""},
+        Layout{"dp2_distributed_optimizer", 2, "parallel.distributed_optimizer=true"},
+        Layout{"tp2_pp2_dp2_sp_distributed_optimizer", 8,
+               "parallel.tensor=2 parallel.pipeline=2 parallel.sequence_parallel=true "
+               "parallel.distributed_optimizer=true"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// 16 bits: each layout rounds its partial sums to the model's dtype before they are added
+// (one process rounds the whole sum once), a rounding of the dtype's epsilon (bf16 4e-3, f16
+// 5e-4) in every activation. Measured: bf16 2.5e-3, f16 1e-3 relative; the tolerances are
+// 4x that, well below the 5e-2 by which bf16 and f32 runs differ.
+TEST(ParallelRun16Bit, Bf16TensorPipelineSequenceParallelMatchesOneProcess) {
+  const std::string bf16 = "precision.dtype=bf16 ";
+  expect_same_run(reference(bf16),
+                  train(4, bf16 + "parallel.tensor=2 parallel.pipeline=2 "
+                                  "parallel.sequence_parallel=true"),
+                  1e-2);
+}
+
+TEST(ParallelRun16Bit, F16DataTensorDistributedOptimizerMatchesOneProcess) {
+  const std::string f16 = "precision.dtype=f16 precision.initial_loss_scale=4096 ";
+  expect_same_run(reference(f16),
+                  train(4, f16 + "parallel.tensor=2 parallel.distributed_optimizer=true"), 4e-3);
+}
+
+TEST(ParallelRun, AWorldThatTheLayoutDoesNotDivideIsRefusedBeforeAnyRankStarts) {
+  const auto r = run_megatron("run --nproc 3 " + kModel + "parallel.tensor=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("megatron: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("world size 3"), std::string::npos) << r.err;
+}
+
+TEST(ParallelRun, HeadsThatTensorParallelismDoesNotDivideAreRefusedBeforeAnyRankStarts) {
+  const auto r = run_megatron("run --nproc 3 " + kModel + "parallel.tensor=3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("num_attention_heads (4) is not divisible by parallel.tensor (3)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(ParallelRun, ADataParallelSizeThatIsNotTheWorldsIsRefusedBeforeAnyRankStarts) {
+  const auto r = run_megatron("run --nproc 2 " + kModel + "parallel.data=4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("set parallel.data to 2"), std::string::npos) << r.err;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ParallelRun, UnderMpirunABadLayoutIsReportedOnceNotByEveryRank) {
+  test_support::TempDir dir;
+  const std::string err = (dir.path() / "stderr").string();
+  const std::string command = std::string("cd '") + MEGATRON_SOURCE_DIR +
+                              "' && mpirun --allow-run-as-root -np 2 '" + MEGATRON_BINARY +
+                              "' run " + kModel + "parallel.tensor=4 2>'" + err + "' >/dev/null";
+  const int status = std::system(command.c_str());
+  EXPECT_NE(status, 0);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(count(text, "megatron: error: "), 1u) << text;
+  EXPECT_NE(text.find("does not divide the world size 2"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace megatron::cli
+
+namespace megatron::cli {
+namespace {
+
+struct Timed {
+  CommandResult result;
+  double seconds = 0;
+};
+
+// A 2-rank job of 20 iterations in which MEGATRON_FAULT strikes rank 1 at iteration 3; `timeout`
+// guards the test itself against the hang it is checking for.
+Timed run_with_fault(const std::string& fault) {
+  test_support::TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  Timed t{.result = run_megatron_with_env(
+              "MEGATRON_FAULT=" + fault + " timeout -s KILL 120",
+              "run --nproc 2 " + kModel + "training.train_iters=20 parallel.timeout_minutes=0.05 "
+              "--run-dir " + dir.path().string())};
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return t;
+}
+
+TEST(ParallelRun, ARankThatHangsMakesItsPeerExitWithTheWatchdogMessageWithinTheTimeout) {
+  const Timed t = run_with_fault("hang:rank=1:iteration=3");
+  EXPECT_NE(t.result.exit_code, 0);
+  EXPECT_NE(t.result.exit_code, 137) << "killed by the test's own timeout: the job hung";
+  // 3 s timeout; start-up, two iterations and mpirun's teardown take a few more.
+  EXPECT_LT(t.seconds, 60.0);
+  EXPECT_NE(t.result.err.find("megatron: error: rank 0: "), std::string::npos) << t.result.err;
+  EXPECT_NE(t.result.err.find("did not complete within 3 s at iteration 3: a peer rank died or "
+                              "is stuck"),
+            std::string::npos)
+      << t.result.err;
+}
+
+TEST(ParallelRun, ARankThatIsKilledEndsTheJobInsteadOfHangingIt) {
+  // mpirun sees the death itself and ends the other ranks at once (before the watchdog would).
+  const Timed t = run_with_fault("kill:rank=1:iteration=3");
+  EXPECT_NE(t.result.exit_code, 0);
+  EXPECT_LT(t.seconds, 60.0);
+  EXPECT_NE(t.result.err.find("signal 9"), std::string::npos) << t.result.err;
+}
+
+}  // namespace
+}  // namespace megatron::cli
