@@ -35,9 +35,10 @@ class Communicator {
   virtual std::unique_ptr<Request> all_reduce_async(tensor::Tensor& x,
                                                     ReduceOp op = ReduceOp::Sum) = 0;
   // `in` holds size() equal chunks along its elements; rank r receives the reduction of chunk r.
+  // `out` may be this rank's own chunk of `in` (in place; the other chunks are then garbage).
   virtual void reduce_scatter(const tensor::Tensor& in, tensor::Tensor& out,
                               ReduceOp op = ReduceOp::Sum) = 0;
-  // out holds size() chunks, chunk r being rank r's `in`.
+  // out holds size() chunks, chunk r being rank r's `in`; `in` may be this rank's chunk of out.
   virtual void all_gather(const tensor::Tensor& in, tensor::Tensor& out) = 0;
   virtual void broadcast(tensor::Tensor& x, int root) = 0;
   virtual void send(const tensor::Tensor& x, int peer, int tag = 0) = 0;

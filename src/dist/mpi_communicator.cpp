@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -150,6 +151,17 @@ class MpiCommunicator final : public Communicator {
       narrow(mine, out);
       return;
     }
+    const size_t chunk_bytes = size_t(count) * tensor::size_of(in.dtype());
+    std::byte* own_chunk = static_cast<std::byte*>(in.raw()) + size_t(rank()) * chunk_bytes;
+    if (out.raw() == own_chunk) {
+      // In place: MPI leaves the result at the start of the buffer; move it to this rank's chunk.
+      void* whole = in.raw();
+      check(MPI_Reduce_scatter_block(MPI_IN_PLACE, whole, count, mpi_type(in.dtype()), mpi_op(op),
+                                     comm_),
+            what);
+      std::memmove(own_chunk, whole, chunk_bytes);
+      return;
+    }
     check(MPI_Reduce_scatter_block(in.raw(), out.raw(), count, mpi_type(in.dtype()), mpi_op(op),
                                    comm_),
           what);
@@ -160,6 +172,14 @@ class MpiCommunicator final : public Communicator {
     require_host(in, what);
     require_chunks(out, in, what);
     WatchdogScope watched(watched_op("all_gather"));
+    const size_t chunk_bytes = size_t(in.numel()) * tensor::size_of(in.dtype());
+    if (in.raw() == static_cast<const std::byte*>(out.raw()) + size_t(rank()) * chunk_bytes) {
+      // In place: `in` is this rank's chunk of `out`.
+      check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.raw(), int(in.numel()),
+                          mpi_type(in.dtype()), comm_),
+            what);
+      return;
+    }
     check(MPI_Allgather(in.raw(), int(in.numel()), mpi_type(in.dtype()), out.raw(),
                         int(in.numel()), mpi_type(in.dtype()), comm_),
           what);

@@ -23,6 +23,7 @@ struct Slot {
   Clock::time_point start;
   WatchedOp op;
   int depth = 0;  // open scopes; the owner thread's alone
+  Clock::duration blocked{};  // summed over finished outermost scopes
 };
 
 struct Registry {
@@ -122,6 +123,18 @@ WatchdogScope::~WatchdogScope() {
   if (!outermost_) return;
   std::lock_guard lock(slot.mutex);
   slot.active = false;
+  slot.blocked += Clock::now() - slot.start;
+}
+
+double seconds_blocked_in_communication() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  double total = 0.0;
+  for (Slot* slot : r.slots) {
+    std::lock_guard slot_lock(slot->mutex);
+    total += std::chrono::duration<double>(slot->blocked).count();
+  }
+  return total;
 }
 
 std::string timeout_message(int world_rank, const WatchedOp& op, milliseconds timeout,

@@ -49,6 +49,10 @@ class WatchdogScope {
   bool outermost_;
 };
 
+// Wall-clock seconds this process's threads have spent inside watched operations (blocking
+// calls and waits): the communication that computation did not hide.
+double seconds_blocked_in_communication();
+
 // The line printed on a timeout, without its newline, e.g. "megatron: error: rank 3:
 // all_reduce on group dp (2 ranks) did not complete within 30 s at iteration 7: ...".
 std::string timeout_message(int world_rank, const WatchedOp& op, std::chrono::milliseconds timeout,

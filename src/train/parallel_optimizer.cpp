@@ -16,7 +16,7 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
       params_(params),
       groups_(groups),
       distributed_(distributed && groups.dp_size > 1),
-      grads_(backend, params, groups.dp_size) {
+      buffers_(backend, params, groups.dp_size) {
   std::vector<optim::OptimizedTensor> targets;
   if (!distributed_) {
     for (const auto& p : params.all()) {
@@ -24,18 +24,14 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
                          .weight_decay = p->weight_decay});
     }
   } else {
-    const int64_t size = grads_.shard_size();
+    const int64_t size = buffers_.shard_size();
     const int64_t first = size * groups.dp->rank(), last = first + size;
-    shard_grad_ = backend.zeros({size}, tensor::DType::F32);
-    for (const GradBuffer::Range& r : grads_.ranges()) {
+    for (const FlatBuffers::Range& r : buffers_.ranges()) {
       const int64_t begin = std::max(first, r.begin), end = std::min(last, r.end);
       if (begin >= end) continue;
-      Piece& piece = pieces_.emplace_back(Piece{
-          .param = r.param,
-          .value = r.param->value.flat().slice(begin - r.begin, end - r.begin),
-          .grad = shard_grad_.slice(begin - first, end - first),
-          .begin = begin,
-          .end = end});
+      Piece& piece = pieces_.emplace_back(Piece{.param = r.param,
+                                                .value = buffers_.weights().slice(begin, end),
+                                                .grad = buffers_.grads().slice(begin, end)});
       targets.push_back({.name = r.param->name, .value = &piece.value, .grad = &piece.grad,
                          .weight_decay = r.param->weight_decay});
     }
@@ -43,7 +39,12 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
   optimizer_ = std::make_unique<optim::Optimizer>(backend, std::move(targets), config);
 }
 
-void ParallelOptimizer::zero_grads() { backend_.fill(grads_.flat(), 0.0); }
+void ParallelOptimizer::zero_grads() { backend_.fill(buffers_.grads(), 0.0); }
+
+tensor::Tensor ParallelOptimizer::own_shard(tensor::Tensor& flat) const {
+  const int64_t size = buffers_.shard_size(), first = size * groups_.dp->rank();
+  return flat.slice(first, first + size);
+}
 
 void ParallelOptimizer::reduce_gradients() {
   // Under sequence parallelism the replicated parameters (norms, row-parallel biases, position
@@ -63,9 +64,10 @@ void ParallelOptimizer::reduce_gradients() {
   // Every rank scaled its loss by the global micro-batch count, so the sum over data-parallel
   // ranks is the mean over the global batch, as one process computes it.
   if (distributed_) {
-    groups_.dp->reduce_scatter(grads_.flat(), shard_grad_);
+    Tensor mine = own_shard(buffers_.grads());
+    groups_.dp->reduce_scatter(buffers_.grads(), mine);  // in place
   } else {
-    groups_.dp->all_reduce(grads_.flat());
+    groups_.dp->all_reduce(buffers_.grads());
   }
 }
 
@@ -97,22 +99,10 @@ void ParallelOptimizer::step(double lr, double grad_scale) {
 }
 
 void ParallelOptimizer::gather_weights() {
-  // Each rank updated its slice of the weights; all-gather the slices in the weights' dtype
-  // (what Megatron's distributed optimizer gathers), then scatter them back into the tensors.
-  const int64_t size = grads_.shard_size();
-  const int64_t first = size * groups_.dp->rank();
-  const tensor::DType dtype = params_.all().front()->value.dtype();
-  Tensor mine = backend_.zeros({size}, dtype);
-  for (Piece& piece : pieces_) {
-    Tensor dst = mine.slice(piece.begin - first, piece.end - first);
-    backend_.copy(piece.value, dst);
-  }
-  Tensor all = backend_.empty({size * groups_.dp_size}, dtype);
-  groups_.dp->all_gather(mine, all);
-  for (const GradBuffer::Range& r : grads_.ranges()) {
-    Tensor dst = r.param->value.flat();
-    backend_.copy(all.slice(r.begin, r.end), dst);
-  }
+  // Each rank updated its slice of the weights; the slices are all-gathered in place in the
+  // weights' dtype, as Megatron's distributed optimizer gathers them.
+  Tensor mine = own_shard(buffers_.weights());
+  groups_.dp->all_gather(mine, buffers_.weights());
 }
 
 }  // namespace megatron::train

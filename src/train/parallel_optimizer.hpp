@@ -9,7 +9,7 @@
 #include "model/parameter.hpp"
 #include "optim/optimizer.hpp"
 #include "parallel/process_groups.hpp"
-#include "train/grad_buffer.hpp"
+#include "train/flat_buffers.hpp"
 
 namespace megatron::train {
 
@@ -34,17 +34,17 @@ class ParallelOptimizer {
   // embedding's second copy are counted once.
   bool counted(const model::Parameter& p) const;
   void gather_weights();
+  // This data-parallel rank's slice of a flat buffer.
+  tensor::Tensor own_shard(tensor::Tensor& flat) const;
 
   tensor::Backend& backend_;
   model::ParameterSet& params_;
   const parallel::ProcessGroups& groups_;
   bool distributed_;
-  GradBuffer grads_;
-  tensor::Tensor shard_grad_;  // distributed: this rank's reduced slice of the buffer
+  FlatBuffers buffers_;
   struct Piece {  // distributed: a parameter's part inside this rank's slice
     model::Parameter* param;
     tensor::Tensor value, grad;  // views
-    int64_t begin, end;          // within the flat buffer
   };
   std::deque<Piece> pieces_;  // stable addresses: the optimizer points into them
   std::unique_ptr<optim::Optimizer> optimizer_;

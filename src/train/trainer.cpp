@@ -60,23 +60,27 @@ int64_t whole_model_parameters(tensor::Backend& backend, const parallel::Process
   return int64_t(parallel::sum_across(backend, *groups.model_parallel, double(mine)));
 }
 
-// Each rank's peak memory (tensors and process), gathered to rank 0 and logged: what the plan
-// predicts per rank, measured.
-void report_rank_memory(tensor::Backend& backend, const parallel::ProcessGroups& groups,
-                        int64_t optimizer_bytes) {
+// Each rank's peak memory (tensors and process) and the share of its training time it spent
+// blocked in communication, gathered to rank 0 and logged: what the plan predicts, measured.
+void report_ranks(tensor::Backend& backend, const parallel::ProcessGroups& groups,
+                  int64_t optimizer_bytes, double train_seconds) {
+  constexpr int kFields = 4;
   const int n = groups.world->size();
-  const float mine[3] = {float(backend.memory().peak_bytes), float(peak_rss_bytes()),
-                         float(optimizer_bytes)};
-  tensor::Tensor in = tensor::from_floats(backend, mine, {3});
-  tensor::Tensor all = backend.empty({3 * n}, tensor::DType::F32);
+  const float mine[kFields] = {float(backend.memory().peak_bytes), float(peak_rss_bytes()),
+                               float(optimizer_bytes),
+                               float(dist::seconds_blocked_in_communication() / train_seconds)};
+  tensor::Tensor in = tensor::from_floats(backend, mine, {kFields});
+  tensor::Tensor all = backend.empty({kFields * n}, tensor::DType::F32);
   groups.world->all_gather(in, all);
   const std::vector<float> v = tensor::to_floats(backend, all);
   for (int rank = 0; rank < n; ++rank) {
     const parallel::Coord at = groups.coord_of(rank);
+    const float* f = v.data() + kFields * rank;
     spdlog::info("rank {} (tp {}, dp {}, pp {}): peak tensors {:.1f} MiB (optimizer state {:.1f} "
-                 "MiB), peak RSS {:.1f} MiB",
-                 rank, at.tp, at.dp, at.pp, v[size_t(3 * rank)] / 1048576.0,
-                 v[size_t(3 * rank + 2)] / 1048576.0, v[size_t(3 * rank + 1)] / 1048576.0);
+                 "MiB), peak RSS {:.1f} MiB{}",
+                 rank, at.tp, at.dp, at.pp, f[0] / 1048576.0, f[2] / 1048576.0, f[1] / 1048576.0,
+                 n > 1 ? fmt::format(", {:.1f}% of the time blocked in communication", 100.0 * f[3])
+                       : "");
   }
 }
 
@@ -345,7 +349,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
       break;
     }
   }
-  report_rank_memory(backend, groups, optimizer.state_bytes());
+  report_ranks(backend, groups, optimizer.state_bytes(), seconds_since(started));
   spdlog::info("done: {} iterations, {} samples, {} ({:.1f} s); metrics in {}", result.iterations,
                result.consumed_samples, result.stop_reason, seconds_since(started),
                (result.run_dir / "metrics.jsonl").string());
