@@ -38,6 +38,9 @@ class Communicator {
   // `out` may be this rank's own chunk of `in` (in place; the other chunks are then garbage).
   virtual void reduce_scatter(const tensor::Tensor& in, tensor::Tensor& out,
                               ReduceOp op = ReduceOp::Sum) = 0;
+  virtual std::unique_ptr<Request> reduce_scatter_async(const tensor::Tensor& in,
+                                                        tensor::Tensor& out,
+                                                        ReduceOp op = ReduceOp::Sum) = 0;
   // out holds size() chunks, chunk r being rank r's `in`; `in` may be this rank's chunk of out.
   virtual void all_gather(const tensor::Tensor& in, tensor::Tensor& out) = 0;
   virtual void broadcast(tensor::Tensor& x, int root) = 0;

@@ -139,32 +139,42 @@ class MpiCommunicator final : public Communicator {
   }
 
   void reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override {
+    WatchdogScope watched(watched_op("reduce_scatter"));
+    reduce_scatter_async(in, out, op)->wait();
+  }
+
+  std::unique_ptr<Request> reduce_scatter_async(const Tensor& in, Tensor& out,
+                                                ReduceOp op) override {
     const std::string what = describe("reduce-scatter", in);
     require_host(in, what);
     require_chunks(in, out, what);
     const int count = int(out.numel());
-    WatchdogScope watched(watched_op("reduce_scatter"));
+    MPI_Request request;
     if (is_16bit(in.dtype())) {
-      std::vector<float> wide = widen(in), mine(static_cast<size_t>(count));
-      check(MPI_Reduce_scatter_block(wide.data(), mine.data(), count, MPI_FLOAT, mpi_op(op), comm_),
+      auto wide = std::make_shared<std::vector<float>>(widen(in));
+      auto mine = std::make_shared<std::vector<float>>(static_cast<size_t>(count));
+      check(MPI_Ireduce_scatter_block(wide->data(), mine->data(), count, MPI_FLOAT, mpi_op(op),
+                                      comm_, &request),
             what);
-      narrow(mine, out);
-      return;
+      return std::make_unique<MpiRequest>(request, what, watched_op("reduce_scatter"),
+                                          [wide, mine, out]() mutable { narrow(*mine, out); });
     }
     const size_t chunk_bytes = size_t(count) * tensor::size_of(in.dtype());
     std::byte* own_chunk = static_cast<std::byte*>(in.raw()) + size_t(rank()) * chunk_bytes;
     if (out.raw() == own_chunk) {
       // In place: MPI leaves the result at the start of the buffer; move it to this rank's chunk.
       void* whole = in.raw();
-      check(MPI_Reduce_scatter_block(MPI_IN_PLACE, whole, count, mpi_type(in.dtype()), mpi_op(op),
-                                     comm_),
+      check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, whole, count, mpi_type(in.dtype()),
+                                      mpi_op(op), comm_, &request),
             what);
-      std::memmove(own_chunk, whole, chunk_bytes);
-      return;
+      return std::make_unique<MpiRequest>(
+          request, what, watched_op("reduce_scatter"),
+          [whole, own_chunk, chunk_bytes] { std::memmove(own_chunk, whole, chunk_bytes); });
     }
-    check(MPI_Reduce_scatter_block(in.raw(), out.raw(), count, mpi_type(in.dtype()), mpi_op(op),
-                                   comm_),
+    check(MPI_Ireduce_scatter_block(in.raw(), out.raw(), count, mpi_type(in.dtype()), mpi_op(op),
+                                    comm_, &request),
           what);
+    return std::make_unique<MpiRequest>(request, what, watched_op("reduce_scatter"));
   }
 
   void all_gather(const Tensor& in, Tensor& out) override {

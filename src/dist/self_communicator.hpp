@@ -24,6 +24,8 @@ class SelfCommunicator final : public Communicator {
   void all_reduce(tensor::Tensor& x, ReduceOp op) override;
   std::unique_ptr<Request> all_reduce_async(tensor::Tensor& x, ReduceOp op) override;
   void reduce_scatter(const tensor::Tensor& in, tensor::Tensor& out, ReduceOp op) override;
+  std::unique_ptr<Request> reduce_scatter_async(const tensor::Tensor& in, tensor::Tensor& out,
+                                                ReduceOp op) override;
   void all_gather(const tensor::Tensor& in, tensor::Tensor& out) override;
   void broadcast(tensor::Tensor& x, int root) override;
   void send(const tensor::Tensor& x, int peer, int tag) override;

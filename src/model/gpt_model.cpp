@@ -34,11 +34,14 @@ GptModel::GptModel(tensor::Backend& backend, const GptConfig& config, ModelPlace
   }
   for (const auto& layers : placement_.chunks) {
     blocks_.emplace_back();
+    block_first_param_.emplace_back();
     for (int64_t layer : layers) {
+      block_first_param_.back().push_back(params_.all().size());
       blocks_.back().push_back(std::make_unique<TransformerBlock>(params_, config_, layer));
     }
   }
   layers_ = placement_.chunks;
+  head_first_param_ = params_.all().size();
   if (placement_.last_stage) {
     final_norm_ = std::make_unique<Norm>(params_, "decoder.final_layernorm", config_.hidden,
                                          config_.norm, config_.norm_eps);
@@ -217,14 +220,20 @@ Tensor GptModel::forward_chunk(const Pass& pass, int64_t chunk, const GptBatch& 
 
 Tensor GptModel::backward_chunk(const Pass& pass, int64_t chunk, const GptBatch& batch, Tensor dy,
                                 GptActivations& saved, float loss_grad) const {
-  Tensor dx = ends_model(chunk) ? head_backward(pass, batch, saved, loss_grad) : std::move(dy);
+  Tensor dx = std::move(dy);
+  if (ends_model(chunk)) {
+    dx = head_backward(pass, batch, saved, loss_grad);
+    pass.grads_ready(head_first_param_);
+  }
   const auto& blocks = blocks_[size_t(chunk)];
   for (size_t i = blocks.size(); i-- > 0;) {
     dx = blocks[i]->backward(pass, dx, batch.batch, saved.blocks[i]);
+    pass.grads_ready(block_first_param_[size_t(chunk)][i]);
   }
   saved = {};
   if (!starts_model(chunk)) return dx;
   embed_backward(pass, batch, std::move(dx));
+  pass.grads_ready(0);
   return {};
 }
 

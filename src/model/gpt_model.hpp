@@ -98,6 +98,8 @@ class GptModel {
   Parameter* position_embeddings_ = nullptr;
   std::vector<std::vector<std::unique_ptr<TransformerBlock>>> blocks_;  // per chunk
   std::vector<std::vector<int64_t>> layers_;                            // per chunk
+  std::vector<std::vector<size_t>> block_first_param_;  // index of each block's first parameter
+  size_t head_first_param_ = 0;
   std::unique_ptr<Norm> final_norm_;
   Parameter* output_ = nullptr;  // untied output layer
 };

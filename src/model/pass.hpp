@@ -2,7 +2,9 @@
 // whether it trains (dropout on), and the coordinates that key its random numbers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "model/rng_streams.hpp"
 #include "tensor/backend.hpp"
@@ -15,6 +17,14 @@ struct Pass {
   uint64_t seed = 0;
   int64_t iteration = 0;
   int64_t microbatch = 0;
+  // Set on an iteration's last backward through a chunk: called as gradients become final, with
+  // the index (in creation order) from which every parameter's gradient is complete, so their
+  // reduction can start while backward goes on.
+  const std::function<void(size_t first_param)>* on_grads_ready = nullptr;
+
+  void grads_ready(size_t first_param) const {
+    if (on_grads_ready) (*on_grads_ready)(first_param);
+  }
 
   tensor::RngKey dropout_key(int64_t layer, DropoutSite site) const {
     return {.seed = seed, .stream = dropout_stream(iteration, microbatch, layer, site)};

@@ -61,6 +61,7 @@ struct ParallelSection {
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
   double timeout_minutes = 10.0;                 // watchdog: longest wait for a peer
+  std::optional<int64_t> ddp_bucket_size;        // gradient elements per reduction bucket
 };
 
 struct PrecisionSection {

@@ -147,6 +147,11 @@ std::vector<FieldSpec> parallel_fields() {
         "Shard norms and dropout along the sequence across tensor-parallel ranks."),
       p("distributed_optimizer", &S::distributed_optimizer,
         "Shard master weights and optimizer state across data-parallel ranks (ZeRO-1)."),
+      p("ddp_bucket_size", &S::ddp_bucket_size,
+        "Gradient elements per data-parallel reduction bucket; each bucket's all-reduce (or "
+        "reduce-scatter) starts as soon as backward has finished its gradients (Megatron's "
+        "--ddp-bucket-size).",
+        derived("max(40,000,000, 1,000,000 x data-parallel size)")),
       p("timeout_minutes", &S::timeout_minutes,
         "How long a rank waits for its peers in one collective or transfer before the watchdog "
         "stops the job, naming the rank, group, operation and iteration (Megatron's "

@@ -1,19 +1,38 @@
 #include "train/flat_buffers.hpp"
 
+#include <algorithm>
+
 namespace megatron::train {
 
-FlatBuffers::FlatBuffers(tensor::Backend& backend, model::ParameterSet& params, int64_t shards)
+FlatBuffers::FlatBuffers(tensor::Backend& backend, model::ParameterSet& params, int64_t shards,
+                         int64_t bucket_elements)
     : shards_(shards) {
-  int64_t total = 0;
-  for (const auto& p : params.all()) {
-    ranges_.push_back({p.get(), total, total + p->grad.numel()});
-    total += p->grad.numel();
+  const auto& all = params.all();
+  // Which parameters start a bucket, scanning from the last.
+  std::vector<size_t> starts;
+  int64_t filled = 0;
+  for (size_t i = all.size(); i-- > 0;) {
+    filled += all[i]->grad.numel();
+    if (filled >= bucket_elements || i == 0) {
+      starts.push_back(i);
+      filled = 0;
+    }
   }
-  const int64_t padded = std::max<int64_t>((total + shards - 1) / shards * shards, shards);
-  const tensor::DType dtype = params.all().empty() ? tensor::DType::F32
-                                                   : params.all().front()->value.dtype();
-  grads_ = backend.zeros({padded}, tensor::DType::F32);
-  weights_ = backend.zeros({padded}, dtype);
+  std::reverse(starts.begin(), starts.end());
+  int64_t offset = 0;
+  for (size_t b = 0; b < starts.size(); ++b) {
+    const size_t last = b + 1 < starts.size() ? starts[b + 1] : all.size();
+    const int64_t begin = offset;
+    for (size_t i = starts[b]; i < last; ++i) {
+      ranges_.push_back({all[i].get(), offset, offset + all[i]->grad.numel()});
+      offset += all[i]->grad.numel();
+    }
+    offset = begin + std::max<int64_t>((offset - begin + shards - 1) / shards * shards, shards);
+    buckets_.push_back({begin, offset, starts[b]});
+  }
+  const tensor::DType dtype = all.empty() ? tensor::DType::F32 : all.front()->value.dtype();
+  grads_ = backend.zeros({std::max<int64_t>(offset, 1)}, tensor::DType::F32);
+  weights_ = backend.zeros({std::max<int64_t>(offset, 1)}, dtype);
   for (const Range& r : ranges_) {
     model::Parameter& p = *r.param;
     tensor::Tensor value = weights_.slice(r.begin, r.end).view(p.value.shape());
@@ -21,6 +40,11 @@ FlatBuffers::FlatBuffers(tensor::Backend& backend, model::ParameterSet& params, 
     p.value = value;
     p.grad = grads_.slice(r.begin, r.end).view(p.grad.shape());
   }
+}
+
+std::pair<int64_t, int64_t> FlatBuffers::slice(const Bucket& b, int64_t shard) const {
+  const int64_t size = (b.end - b.begin) / shards_;
+  return {b.begin + shard * size, b.begin + (shard + 1) * size};
 }
 
 }  // namespace megatron::train

@@ -11,12 +11,13 @@ using tensor::Tensor;
 
 ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterSet& params,
                                      const parallel::ProcessGroups& groups,
-                                     const optim::OptimizerConfig& config, bool distributed)
+                                     const optim::OptimizerConfig& config, bool distributed,
+                                     int64_t bucket_elements)
     : backend_(backend),
       params_(params),
       groups_(groups),
       distributed_(distributed && groups.dp_size > 1),
-      buffers_(backend, params, groups.dp_size) {
+      buffers_(backend, params, groups.dp_size, bucket_elements) {
   std::vector<optim::OptimizedTensor> targets;
   if (!distributed_) {
     for (const auto& p : params.all()) {
@@ -24,51 +25,69 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
                          .weight_decay = p->weight_decay});
     }
   } else {
-    const int64_t size = buffers_.shard_size();
-    const int64_t first = size * groups.dp->rank(), last = first + size;
-    for (const FlatBuffers::Range& r : buffers_.ranges()) {
-      const int64_t begin = std::max(first, r.begin), end = std::min(last, r.end);
-      if (begin >= end) continue;
-      Piece& piece = pieces_.emplace_back(Piece{.param = r.param,
-                                                .value = buffers_.weights().slice(begin, end),
-                                                .grad = buffers_.grads().slice(begin, end)});
-      targets.push_back({.name = r.param->name, .value = &piece.value, .grad = &piece.grad,
-                         .weight_decay = r.param->weight_decay});
+    for (const FlatBuffers::Bucket& bucket : buffers_.buckets()) {
+      const auto [first, last] = buffers_.slice(bucket, groups.dp->rank());
+      for (const FlatBuffers::Range& r : buffers_.ranges()) {
+        const int64_t begin = std::max(first, r.begin), end = std::min(last, r.end);
+        if (begin >= end) continue;
+        Piece& piece = pieces_.emplace_back(Piece{.param = r.param,
+                                                  .value = buffers_.weights().slice(begin, end),
+                                                  .grad = buffers_.grads().slice(begin, end)});
+        targets.push_back({.name = r.param->name, .value = &piece.value, .grad = &piece.grad,
+                           .weight_decay = r.param->weight_decay});
+      }
     }
   }
   optimizer_ = std::make_unique<optim::Optimizer>(backend, std::move(targets), config);
 }
 
-void ParallelOptimizer::zero_grads() { backend_.fill(buffers_.grads(), 0.0); }
-
-tensor::Tensor ParallelOptimizer::own_shard(tensor::Tensor& flat) const {
-  const int64_t size = buffers_.shard_size(), first = size * groups_.dp->rank();
-  return flat.slice(first, first + size);
+void ParallelOptimizer::begin_iteration() {
+  backend_.fill(buffers_.grads(), 0.0);
+  complete_from_ = params_.all().size();
+  next_bucket_ = buffers_.buckets().size();
+  reductions_.clear();
 }
 
-void ParallelOptimizer::reduce_gradients() {
+void ParallelOptimizer::complete_across_model_parallel(model::Parameter& p) {
   // Under sequence parallelism the replicated parameters (norms, row-parallel biases, position
   // embeddings) saw only this rank's rows: their gradients are partial sums over the TP group.
-  if (groups_.tp_size > 1 && params_.tp().sequence_parallel) {
-    for (const auto& p : params_.all()) {
-      if (p->split == model::TpSplit::None) groups_.tp->all_reduce(p->grad);
-    }
+  if (groups_.tp_size > 1 && params_.tp().sequence_parallel && p.split == model::TpSplit::None) {
+    groups_.tp->all_reduce(p.grad);
   }
-  // A tied embedding lives on the first and the last stage; each holds half of its gradient.
-  if (groups_.embedding) {
-    for (const auto& p : params_.all()) {
-      if (p->name == "embedding.word_embeddings.weight") groups_.embedding->all_reduce(p->grad);
-    }
+  // A tied embedding lives on the first and the last stage; each holds part of its gradient.
+  if (groups_.embedding && p.name == "embedding.word_embeddings.weight") {
+    groups_.embedding->all_reduce(p.grad);
   }
+}
+
+void ParallelOptimizer::grads_ready(size_t first_param) {
+  // Newest first: every rank of a group completes its parameters in the same order, so their
+  // collectives pair up.
+  const auto& all = params_.all();
+  while (complete_from_ > first_param) complete_across_model_parallel(*all[--complete_from_]);
+  while (next_bucket_ > 0 && buffers_.buckets()[next_bucket_ - 1].first_param >= complete_from_) {
+    start_reduction(buffers_.buckets()[--next_bucket_]);
+  }
+}
+
+void ParallelOptimizer::start_reduction(const FlatBuffers::Bucket& bucket) {
   if (groups_.dp_size == 1) return;
   // Every rank scaled its loss by the global micro-batch count, so the sum over data-parallel
   // ranks is the mean over the global batch, as one process computes it.
+  Tensor whole = buffers_.grads().slice(bucket.begin, bucket.end);
   if (distributed_) {
-    Tensor mine = own_shard(buffers_.grads());
-    groups_.dp->reduce_scatter(buffers_.grads(), mine);  // in place
+    const auto [first, last] = buffers_.slice(bucket, groups_.dp->rank());
+    Tensor mine = buffers_.grads().slice(first, last);
+    reductions_.push_back(groups_.dp->reduce_scatter_async(whole, mine));  // in place
   } else {
-    groups_.dp->all_reduce(buffers_.grads());
+    reductions_.push_back(groups_.dp->all_reduce_async(whole));
   }
+}
+
+void ParallelOptimizer::finish_gradients() {
+  grads_ready(0);
+  for (auto& request : reductions_) request->wait();
+  reductions_.clear();
 }
 
 bool ParallelOptimizer::counted(const model::Parameter& p) const {
@@ -99,10 +118,14 @@ void ParallelOptimizer::step(double lr, double grad_scale) {
 }
 
 void ParallelOptimizer::gather_weights() {
-  // Each rank updated its slice of the weights; the slices are all-gathered in place in the
+  // Each rank updated its slice of every bucket; the slices are all-gathered in place in the
   // weights' dtype, as Megatron's distributed optimizer gathers them.
-  Tensor mine = own_shard(buffers_.weights());
-  groups_.dp->all_gather(mine, buffers_.weights());
+  for (const FlatBuffers::Bucket& bucket : buffers_.buckets()) {
+    const auto [first, last] = buffers_.slice(bucket, groups_.dp->rank());
+    Tensor mine = buffers_.weights().slice(first, last);
+    Tensor whole = buffers_.weights().slice(bucket.begin, bucket.end);
+    groups_.dp->all_gather(mine, whole);
+  }
 }
 
 }  // namespace megatron::train

@@ -1,6 +1,7 @@
-// The optimizer across ranks: gradients reduced over the data-parallel group (all-reduce, or
-// reduce-scatter under the distributed optimizer, ZeRO-1), sequence-parallel and tied-embedding
-// gradients summed across their groups, the global gradient norm, and the update.
+// The optimizer across ranks: gradients reduced over the data-parallel group bucket by bucket
+// while backward still runs (all-reduce, or reduce-scatter under the distributed optimizer,
+// ZeRO-1), sequence-parallel and tied-embedding gradients summed across their groups, the global
+// gradient norm, and the update.
 #pragma once
 
 #include <deque>
@@ -15,39 +16,50 @@ namespace megatron::train {
 
 class ParallelOptimizer {
  public:
-  // `distributed`: each data-parallel rank keeps f32 masters and moments for 1/dp of the
-  // parameters only, and the updated weights are all-gathered.
+  // `distributed`: each data-parallel rank keeps f32 masters and moments for 1/dp of every
+  // bucket only, and the updated weights are all-gathered. `bucket_elements`: the smallest
+  // bucket of gradients reduced in one collective.
   ParallelOptimizer(tensor::Backend& backend, model::ParameterSet& params,
                     const parallel::ProcessGroups& groups, const optim::OptimizerConfig& config,
-                    bool distributed);
+                    bool distributed, int64_t bucket_elements);
 
-  void zero_grads();
-  // After the last backward of an iteration: every gradient this rank updates is complete.
-  void reduce_gradients();
+  // Zeroes the gradients before an iteration's first backward.
+  void begin_iteration();
+  // During an iteration's last backward: every parameter of index >= first_param (creation
+  // order) has its final gradient. Sums the newly complete ones across their model-parallel
+  // groups and starts the data-parallel reduction of every bucket now complete.
+  void grads_ready(size_t first_param);
+  // After the last backward: everything grads_ready has not done yet, then waits for the
+  // reductions. Every gradient this rank updates is then complete.
+  void finish_gradients();
   // L2 norm of the whole model's gradient (every parameter counted once), times `unscale`.
   double grad_norm(double unscale);
   void step(double lr, double grad_scale);
   int64_t state_bytes() const { return optimizer_->state_bytes(); }
+  size_t buckets() const { return buffers_.buckets().size(); }
 
  private:
   // Whether this rank's copy of p enters the norm: tensor-parallel replicas and the tied
   // embedding's second copy are counted once.
   bool counted(const model::Parameter& p) const;
+  void complete_across_model_parallel(model::Parameter& p);
+  void start_reduction(const FlatBuffers::Bucket& bucket);
   void gather_weights();
-  // This data-parallel rank's slice of a flat buffer.
-  tensor::Tensor own_shard(tensor::Tensor& flat) const;
 
   tensor::Backend& backend_;
   model::ParameterSet& params_;
   const parallel::ProcessGroups& groups_;
   bool distributed_;
   FlatBuffers buffers_;
-  struct Piece {  // distributed: a parameter's part inside this rank's slice
+  struct Piece {  // distributed: a parameter's part inside this rank's slices
     model::Parameter* param;
     tensor::Tensor value, grad;  // views
   };
   std::deque<Piece> pieces_;  // stable addresses: the optimizer points into them
   std::unique_ptr<optim::Optimizer> optimizer_;
+  size_t complete_from_ = 0;  // parameters [complete_from_, n) are complete this iteration
+  size_t next_bucket_ = 0;    // buckets [next_bucket_, end) have started reducing (counts down)
+  std::vector<std::unique_ptr<dist::Request>> reductions_;
 };
 
 }  // namespace megatron::train

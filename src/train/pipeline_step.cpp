@@ -104,17 +104,24 @@ parallel::ScheduleKind schedule_kind(const std::optional<recipe::Schedule>& sche
 
 double forward_backward(tensor::Backend& backend, const model::GptModel& model,
                         const parallel::ProcessGroups& groups, const StepShape& shape,
-                        const BatchSource& batches) {
+                        const BatchSource& batches,
+                        const std::function<void(size_t first_param)>& grads_ready) {
   const auto ops = parallel::stage_schedule(shape.schedule, groups.pp_size, groups.coord.pp,
                                             int(model.chunks()), int(shape.microbatches));
+  std::vector<size_t> last_backward(size_t(model.chunks()), 0);  // op index, per chunk
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].phase == Phase::Backward) last_backward[size_t(ops[i].chunk)] = i;
+  }
   Executor io(backend, model, groups, shape.microbatches, batches);
   std::map<std::pair<int, int>, model::GptActivations> saved;
   std::map<int64_t, float> loss_grad;
   double loss = 0.0;
-  for (const PipelineOp& op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PipelineOp& op = ops[i];
     const int64_t j = op.microbatch;
     const model::GptBatch& batch = io.batch(j);
-    const model::Pass pass = pass_for(backend, true, shape.seed, shape.iteration, groups, j);
+    model::Pass pass = pass_for(backend, true, shape.seed, shape.iteration, groups, j);
+    if (i == last_backward[size_t(op.chunk)]) pass.on_grads_ready = &grads_ready;
     model::GptActivations& acts = saved[{op.chunk, op.microbatch}];
     if (op.phase == Phase::Forward) {
       Tensor x = model.starts_model(op.chunk) ? Tensor{} : io.receive(Phase::Forward, op.chunk, j);

@@ -22,12 +22,14 @@ struct StepShape {
 // Micro-batch j of this data-parallel rank (its global index is j * dp + dp rank).
 using BatchSource = std::function<model::GptBatch(int64_t j)>;
 
-// Runs forwards and backwards (gradients accumulate into the parameters). Returns the sum over
-// this rank's micro-batches of their mean token loss / global_microbatches on the last stage,
-// 0 elsewhere.
+// Runs forwards and backwards (gradients accumulate into the parameters); the last backward
+// through each chunk reports completed gradients to `grads_ready` (model::Pass). Returns the sum
+// over this rank's micro-batches of their mean token loss / global_microbatches on the last
+// stage, 0 elsewhere.
 double forward_backward(tensor::Backend& backend, const model::GptModel& model,
                         const parallel::ProcessGroups& groups, const StepShape& shape,
-                        const BatchSource& batches);
+                        const BatchSource& batches,
+                        const std::function<void(size_t first_param)>& grads_ready);
 
 // Forward only (evaluation): the sum of the micro-batches' mean token losses on the last
 // stage, 0 elsewhere.

@@ -204,7 +204,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                                .eps = r.training.adam_eps,
                                .weight_decay = r.training.weight_decay,
                                .momentum = r.training.sgd_momentum},
-                              r.parallel.distributed_optimizer);
+                              r.parallel.distributed_optimizer,
+                              r.parallel.ddp_bucket_size.value_or(
+                                  std::max<int64_t>(40'000'000, 1'000'000 * d.data_parallel)));
   const optim::LossScalerConfig scaling = scaler_config(r.precision);
   optim::LossScaler scaler(scaling);
   const optim::LrSchedule schedule = lr_schedule(c);
@@ -253,6 +255,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     if (log) log->validation(0, val);
   }
   const int64_t mbs = r.training.micro_batch_size;
+  const std::function<void(size_t)> grads_ready = [&](size_t first) { optimizer.grads_ready(first); };
   for (int64_t iteration = 1; iteration <= d.train_iters; ++iteration) {
     dist::set_current_iteration(iteration);
     dist::inject_fault(groups.world_rank, iteration);
@@ -260,7 +263,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     const int64_t global_batch = batches.global_batch_at(consumed);
     const int64_t micro = batches.microbatches_at(consumed);  // per data-parallel rank
     const double loss_scale = scaler.scale();
-    optimizer.zero_grads();
+    optimizer.begin_iteration();
     const StepShape shape{.schedule = pipeline_schedule,
                           .microbatches = micro,
                           .global_microbatches = micro * groups.dp_size,
@@ -270,9 +273,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     const double local_loss = forward_backward(backend, model, groups, shape, [&](int64_t j) {
       const int64_t m = j * groups.dp_size + groups.coord.dp;  // in the global batch
       return make_batch(backend, *data.train, consumed + m * mbs, mbs, r.model.vocab_size);
-    });
+    }, grads_ready);
+    optimizer.finish_gradients();
     const double loss = sum_over_ranks(backend, groups, local_loss);
-    optimizer.reduce_gradients();
     const double grad_norm = optimizer.grad_norm(1.0 / loss_scale);
     const bool overflow = !std::isfinite(grad_norm) || !std::isfinite(loss);
     const double lr = optim::learning_rate(schedule, iteration);

@@ -18,12 +18,14 @@ namespace {
 
 // gpt-tiny shrunk to 8 layers of width 32 (8 layers: pp4 x 2 virtual stages gets one each).
 // vocab 256 pads to the same 256 rows at tensor 1 and 2, so every layout has the same model;
-// 4 micro-batches per iteration fill a 4-stage pipeline.
+// 4 micro-batches per iteration fill a 4-stage pipeline. Buckets of 5000 gradients make about
+// 25 data-parallel reductions per iteration, started while backward runs.
 const std::string kModel =
     "recipes/gpt-tiny.yaml model.num_layers=8 model.hidden_size=32 model.num_attention_heads=4 "
     "model.vocab_size=256 data.seq_length=16 training.micro_batch_size=2 "
     "training.global_batch_size=8 training.lr_warmup_iters=1 training.train_iters=10 "
-    "logging.interval=1 eval.interval=5 eval.iters=1 parallel.timeout_minutes=2 ";
+    "logging.interval=1 eval.interval=5 eval.iters=1 parallel.timeout_minutes=2 "
+    "parallel.ddp_bucket_size=5000 ";
 const std::string kDropout = "model.hidden_dropout=0.1 model.attention_dropout=0.1 ";
 
 struct Iteration {
