@@ -1,5 +1,6 @@
 // `megatron run RECIPE [overrides] [--run-dir DIR] [--threads N] [--time-limit MINUTES]
 // [--nproc N]`: one process, one rank of an mpirun / srun job, or (--nproc) a local job of N.
+#include <sched.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -26,6 +27,13 @@ struct RunArgs {
   int nproc = 0;
 };
 
+// The cores this process may run on (its affinity mask: a container's or a job's share).
+unsigned usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 std::string self_path() {
   std::error_code ec;
   const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -36,7 +44,7 @@ std::string self_path() {
 // Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
 // after the recipe compiled for N ranks: a bad layout is refused before any rank starts.
 [[noreturn]] void launch_local_job(const RunArgs& args, const recipe::CompiledRecipe& compiled) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = usable_cores();
   const int threads = args.threads > 0 ? args.threads : std::max(1, int(cores) / args.nproc);
   // Every rank must agree on the run directory, so it is settled here, once.
   const std::string run_dir = !args.run_dir.empty() ? args.run_dir

@@ -21,6 +21,8 @@ class Request {
  public:
   virtual ~Request() = default;
   virtual void wait() = 0;
+  // Whether it has completed (completing it if so, as wait() would), without blocking.
+  virtual bool test() = 0;
 };
 
 class Communicator {

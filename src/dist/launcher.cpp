@@ -19,11 +19,20 @@ LaunchInfo launch_info() {
             .local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0),
             .launcher = "mpirun"};
   }
-  if (std::getenv("SLURM_PROCID") && std::getenv("SLURM_NTASKS")) {
+  // The step's task count, not the allocation's: a batch script's own shell has SLURM_NTASKS
+  // and SLURM_PROCID=0 but is one process.
+  if (std::getenv("SLURM_PROCID") && std::getenv("SLURM_STEP_NUM_TASKS")) {
     return {.rank = env_int("SLURM_PROCID", 0),
-            .world_size = env_int("SLURM_NTASKS", 1),
+            .world_size = env_int("SLURM_STEP_NUM_TASKS", 1),
             .local_rank = env_int("SLURM_LOCALID", 0),
             .launcher = "srun"};
+  }
+  // MPICH's and Intel MPI's launchers (Hydra) set the PMI variables only.
+  if (std::getenv("PMI_RANK") && std::getenv("PMI_SIZE")) {
+    return {.rank = env_int("PMI_RANK", 0),
+            .world_size = env_int("PMI_SIZE", 1),
+            .local_rank = env_int("MPI_LOCALRANKID", 0),
+            .launcher = "mpirun"};
   }
   return {};
 }

@@ -90,6 +90,12 @@ class MpiRequest final : public Request {
     }
     if (finish_) std::exchange(finish_, {})();
   }
+  bool test() override {
+    int done = 0;
+    check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), what_);
+    if (done && finish_) std::exchange(finish_, {})();
+    return done != 0;
+  }
 
  private:
   MPI_Request request_;

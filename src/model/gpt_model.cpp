@@ -32,7 +32,10 @@ GptModel::GptModel(tensor::Backend& backend, const GptConfig& config, ModelPlace
                                         {config_.max_positions, config_.hidden}, Init::Normal,
                                         TpSplit::None, true);
   }
+  int64_t blocks_so_far = 0;
   for (const auto& layers : placement_.chunks) {
+    chunk_first_block_.push_back(blocks_so_far);
+    blocks_so_far += int64_t(layers.size());
     blocks_.emplace_back();
     block_first_param_.emplace_back();
     for (int64_t layer : layers) {
@@ -40,7 +43,6 @@ GptModel::GptModel(tensor::Backend& backend, const GptConfig& config, ModelPlace
       blocks_.back().push_back(std::make_unique<TransformerBlock>(params_, config_, layer));
     }
   }
-  layers_ = placement_.chunks;
   head_first_param_ = params_.all().size();
   if (placement_.last_stage) {
     final_norm_ = std::make_unique<Norm>(params_, "decoder.final_layernorm", config_.hidden,
@@ -52,12 +54,12 @@ GptModel::GptModel(tensor::Backend& backend, const GptConfig& config, ModelPlace
   }
 }
 
-Keep GptModel::keep_for(int64_t layer) const {
+Keep GptModel::keep_for(int64_t position) const {
   switch (config_.recompute) {
     case recipe::Recompute::None: return Keep::Everything;
     case recipe::Recompute::Selective: return Keep::AllButCore;
     case recipe::Recompute::Full:
-      return layer < config_.recompute_layers ? Keep::InputOnly : Keep::Everything;
+      return position < config_.recompute_layers ? Keep::InputOnly : Keep::Everything;
   }
   return Keep::Everything;
 }
@@ -211,7 +213,8 @@ Tensor GptModel::forward_chunk(const Pass& pass, int64_t chunk, const GptBatch& 
     BlockActivations scratch;
     BlockActivations& slot = keep ? saved->blocks[i] : scratch;
     x = blocks[i]->forward(pass, x, batch.batch, slot,
-                           keep ? keep_for(layers_[size_t(chunk)][i]) : Keep::Nothing);
+                           keep ? keep_for(chunk_first_block_[size_t(chunk)] + int64_t(i))
+                                : Keep::Nothing);
   }
   if (!ends_model(chunk)) return x;
   *loss = head(pass, batch, std::move(x), saved);

@@ -79,7 +79,8 @@ class GptModel {
                 float loss_grad) const;
 
  private:
-  Keep keep_for(int64_t layer) const;
+  // `position`: the block's place among this rank's blocks (the recompute count is per stage).
+  Keep keep_for(int64_t position) const;
   tensor::Tensor embed(const Pass& pass, const GptBatch& batch) const;
   void embed_backward(const Pass& pass, const GptBatch& batch, tensor::Tensor dx) const;
   tensor::RngKey embedding_key(const Pass& pass, const GptBatch& batch) const;
@@ -97,8 +98,8 @@ class GptModel {
   Parameter* word_embeddings_ = nullptr;  // first stage, or the last stage's tied copy
   Parameter* position_embeddings_ = nullptr;
   std::vector<std::vector<std::unique_ptr<TransformerBlock>>> blocks_;  // per chunk
-  std::vector<std::vector<int64_t>> layers_;                            // per chunk
   std::vector<std::vector<size_t>> block_first_param_;  // index of each block's first parameter
+  std::vector<int64_t> chunk_first_block_;              // blocks of this rank before each chunk
   size_t head_first_param_ = 0;
   std::unique_ptr<Norm> final_norm_;
   Parameter* output_ = nullptr;  // untied output layer

@@ -262,6 +262,21 @@ class Deriver {
               fmt::format("the ramp-up start batch {} is not divisible by micro batch x "
                           "data-parallel = {}",
                           t.rampup_batch_size[0], per_step));
+    if (!t.rampup_batch_size.empty() && t.rampup_batch_size[1] % per_step != 0)
+      fail_at(where_.at("training.rampup_batch_size"),
+              fmt::format("the ramp-up increment {} is not divisible by micro batch x "
+                          "data-parallel = {}: every batch on the way must split into whole "
+                          "micro-batches on each data-parallel rank",
+                          t.rampup_batch_size[1], per_step));
+    if (!t.rampup_batch_size.empty() && d_.schedule == Schedule::Interleaved &&
+        (t.rampup_batch_size[0] % (per_step * r_.parallel.pipeline) != 0 ||
+         t.rampup_batch_size[1] % (per_step * r_.parallel.pipeline) != 0))
+      fail_at(where_.at("training.rampup_batch_size"),
+              fmt::format("with the interleaved schedule every ramp-up batch must be a multiple "
+                          "of micro batch x data-parallel x pipeline = {}; start {} and increment "
+                          "{} are not",
+                          per_step * r_.parallel.pipeline, t.rampup_batch_size[0],
+                          t.rampup_batch_size[1]));
     if (d_.schedule == Schedule::Interleaved && d_.num_microbatches % r_.parallel.pipeline != 0)
       fail_at(where_.at("training.global_batch_size"),
               fmt::format("the interleaved schedule needs the micro-batches per iteration ({}) "

@@ -12,11 +12,12 @@ using tensor::Tensor;
 ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterSet& params,
                                      const parallel::ProcessGroups& groups,
                                      const optim::OptimizerConfig& config, bool distributed,
-                                     int64_t bucket_elements)
+                                     int64_t bucket_elements, bool tied_embeddings)
     : backend_(backend),
       params_(params),
       groups_(groups),
       distributed_(distributed && groups.dp_size > 1),
+      tied_embeddings_(tied_embeddings),
       buffers_(backend, params, groups.dp_size, bucket_elements) {
   std::vector<optim::OptimizedTensor> targets;
   if (!distributed_) {
@@ -55,7 +56,7 @@ void ParallelOptimizer::complete_across_model_parallel(model::Parameter& p) {
     groups_.tp->all_reduce(p.grad);
   }
   // A tied embedding lives on the first and the last stage; each holds part of its gradient.
-  if (groups_.embedding && p.name == "embedding.word_embeddings.weight") {
+  if (tied_embeddings_ && groups_.embedding && p.name == "embedding.word_embeddings.weight") {
     groups_.embedding->all_reduce(p.grad);
   }
 }

@@ -21,7 +21,7 @@ class ParallelOptimizer {
   // bucket of gradients reduced in one collective.
   ParallelOptimizer(tensor::Backend& backend, model::ParameterSet& params,
                     const parallel::ProcessGroups& groups, const optim::OptimizerConfig& config,
-                    bool distributed, int64_t bucket_elements);
+                    bool distributed, int64_t bucket_elements, bool tied_embeddings);
 
   // Zeroes the gradients before an iteration's first backward.
   void begin_iteration();
@@ -50,6 +50,7 @@ class ParallelOptimizer {
   model::ParameterSet& params_;
   const parallel::ProcessGroups& groups_;
   bool distributed_;
+  bool tied_embeddings_;  // the last stage holds a copy of the word embeddings
   FlatBuffers buffers_;
   struct Piece {  // distributed: a parameter's part inside this rank's slices
     model::Parameter* param;

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace megatron::train {
 namespace {
@@ -25,21 +26,37 @@ Neighbour next(int stage, int chunk, int stages) {
   return stage < stages - 1 ? Neighbour{stage + 1, chunk} : Neighbour{0, chunk + 1};
 }
 
-// A message is named by what the receiver does with it, so that the receiver can ask for it
-// whatever order the sender sent in.
-int tag(Phase phase, int receiver_chunk, int64_t microbatch, int64_t microbatches) {
-  return int(2 * (receiver_chunk * microbatches + microbatch) + (phase == Phase::Backward ? 1 : 0));
+// A message is named by the stream it belongs to: (phase, receiver's chunk). Each stream has one
+// sender, which sends its micro-batches in increasing order, and the receiver takes them in
+// that order too (the schedules keep micro-batches in order within a chunk and phase), so MPI's
+// in-order delivery per (sender, tag) pairs them; tags stay small whatever the micro-batch count.
+int tag(Phase phase, int receiver_chunk) {
+  return 2 * receiver_chunk + (phase == Phase::Backward ? 1 : 0);
 }
 
 class Executor {
  public:
   Executor(tensor::Backend& backend, const model::GptModel& model,
-           const parallel::ProcessGroups& groups, int64_t microbatches, const BatchSource& batches)
-      : backend_(backend), model_(model), groups_(groups), microbatches_(microbatches),
-        batches_(batches) {}
+           const parallel::ProcessGroups& groups, const BatchSource& batches)
+      : backend_(backend), model_(model), groups_(groups), batches_(batches) {}
 
   ~Executor() {
+    try {
+      drain();
+    } catch (...) {
+      // Already failing: the exception in flight says why.
+    }
+  }
+
+  // Completes every send (their tensors are then freed).
+  void drain() {
     for (auto& [tensor, request] : sends_) request->wait();
+    sends_.clear();
+  }
+  // Frees the tensors of sends that have completed, so that no more than the schedule's
+  // micro-batches in flight stay alive.
+  void release_sent() {
+    std::erase_if(sends_, [](auto& send) { return send.second->test(); });
   }
 
   const model::GptBatch& batch(int64_t j) {
@@ -56,7 +73,7 @@ class Executor {
     const model::GptBatch& b = batch(j);
     Tensor x = backend_.empty({model_.hidden_rows(b), model_.config().hidden},
                               model_.config().dtype);
-    groups_.pp->recv(x, from.stage, tag(phase, chunk, j, microbatches_));
+    groups_.pp->recv(x, from.stage, tag(phase, chunk));
     return x;
   }
 
@@ -64,7 +81,7 @@ class Executor {
     const int stages = groups_.pp_size, stage = groups_.coord.pp;
     const Neighbour to = phase == Phase::Forward ? next(stage, chunk, stages)
                                                  : previous(stage, chunk, stages);
-    auto request = groups_.pp->send_async(x, to.stage, tag(phase, to.chunk, j, microbatches_));
+    auto request = groups_.pp->send_async(x, to.stage, tag(phase, to.chunk));
     sends_.emplace_back(std::move(x), std::move(request));
   }
 
@@ -72,7 +89,6 @@ class Executor {
   tensor::Backend& backend_;
   const model::GptModel& model_;
   const parallel::ProcessGroups& groups_;
-  int64_t microbatches_;
   const BatchSource& batches_;
   std::map<int64_t, model::GptBatch> cache_;
   // Sends in flight, with the tensors they read (alive until the send completes).
@@ -112,7 +128,7 @@ double forward_backward(tensor::Backend& backend, const model::GptModel& model,
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].phase == Phase::Backward) last_backward[size_t(ops[i].chunk)] = i;
   }
-  Executor io(backend, model, groups, shape.microbatches, batches);
+  Executor io(backend, model, groups, batches);
   std::map<std::pair<int, int>, model::GptActivations> saved;
   std::map<int64_t, float> loss_grad;
   double loss = 0.0;
@@ -142,14 +158,16 @@ double forward_backward(tensor::Backend& backend, const model::GptModel& model,
       if (!model.starts_model(op.chunk)) io.send(Phase::Backward, op.chunk, j, std::move(dx));
       if (op.chunk == 0) io.forget(j);  // chunk 0's backward is this micro-batch's last use
     }
+    io.release_sent();
   }
+  io.drain();
   return loss;
 }
 
 double forward_only(tensor::Backend& backend, const model::GptModel& model,
                     const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
                     const BatchSource& batches) {
-  Executor io(backend, model, groups, microbatches, batches);
+  Executor io(backend, model, groups, batches);
   double loss = 0.0;
   for (int64_t j = 0; j < microbatches; ++j) {
     const model::GptBatch& batch = io.batch(j);
@@ -165,7 +183,9 @@ double forward_only(tensor::Backend& backend, const model::GptModel& model,
       }
     }
     io.forget(j);
+    io.release_sent();
   }
+  io.drain();
   return loss;
 }
 

@@ -206,7 +206,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                                .momentum = r.training.sgd_momentum},
                               r.parallel.distributed_optimizer,
                               r.parallel.ddp_bucket_size.value_or(
-                                  std::max<int64_t>(40'000'000, 1'000'000 * d.data_parallel)));
+                                  std::max<int64_t>(40'000'000, 1'000'000 * d.data_parallel)),
+                              config.tie_embeddings);
   const optim::LossScalerConfig scaling = scaler_config(r.precision);
   optim::LossScaler scaler(scaling);
   const optim::LrSchedule schedule = lr_schedule(c);
@@ -237,6 +238,15 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                r.parallel.distributed_optimizer && groups.dp_size > 1 ? ", distributed optimizer" : "",
                r.training.global_batch_size, batches.microbatches_at(0), r.training.micro_batch_size,
                d.train_iters);
+  if (groups.dp_size > 1) {
+    spdlog::info("data parallel: gradients in {} bucket{}, each {} while backward runs{}",
+                 optimizer.buckets(), optimizer.buckets() == 1 ? "" : "s",
+                 r.parallel.distributed_optimizer ? "reduce-scattered" : "all-reduced",
+                 r.parallel.distributed_optimizer
+                     ? fmt::format("; optimizer state {:.1f} MiB per rank (1/{})",
+                                   double(optimizer.state_bytes()) / 1048576.0, groups.dp_size)
+                     : "");
+  }
   spdlog::info("data: {}; run directory {}", data.description, result.run_dir.string());
 
   std::optional<MetricsLog> log;

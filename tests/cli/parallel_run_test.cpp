@@ -129,6 +129,28 @@ TEST(ParallelRun16Bit, F16DataTensorDistributedOptimizerMatchesOneProcess) {
                   train(4, f16 + "parallel.tensor=2 parallel.distributed_optimizer=true"), 4e-3);
 }
 
+// Llama's shape exercises what gpt-tiny does not: rotary positions, RMSNorm, SwiGLU (its fused
+// fc1 split gate and up alike), grouped-query attention (2 query groups split over 2 ranks), no
+// biases, an untied output layer on the last stage, and full recompute of each stage's first
+// block.
+TEST(ParallelRun, ALlamaShapedModelUnderTensorPipelineAndSequenceParallelMatchesOneProcess) {
+  const std::string llama =
+      "model.position_embedding=rope model.normalization=rmsnorm model.activation=swiglu "
+      "model.num_query_groups=2 model.add_bias_linear=false model.tie_embeddings=false "
+      "training.recompute=full training.recompute_num_layers=1 " + kDropout;
+  expect_same_run(reference(llama),
+                  train(4, llama + "parallel.tensor=2 parallel.pipeline=2 "
+                                   "parallel.sequence_parallel=true"),
+                  kF32Tolerance);
+}
+
+TEST(ParallelRun, AllForwardAllBackwardWithDataParallelGradientAccumulationMatchesOneProcess) {
+  // 2 data-parallel ranks x 2 stages, 2 micro-batches per rank accumulated before the reduction.
+  expect_same_run(reference(""),
+                  train(4, "parallel.pipeline=2 parallel.schedule=all-forward-all-backward"),
+                  kF32Tolerance);
+}
+
 TEST(ParallelRun, AWorldThatTheLayoutDoesNotDivideIsRefusedBeforeAnyRankStarts) {
   const auto r = run_megatron("run --nproc 3 " + kModel + "parallel.tensor=2");
   EXPECT_EQ(r.exit_code, 2);

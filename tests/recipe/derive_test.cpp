@@ -86,6 +86,14 @@ TEST_F(RecipeTest, BatchRampUpAddsIterationsWhileTheBatchGrows) {
   EXPECT_EQ(c.derived.train_iters, 7);
 }
 
+TEST_F(RecipeTest, ARampUpIncrementThatDataParallelRanksCannotShareIsRefused) {
+  // micro batch 2 x data-parallel 2 = 4: a ramp through batches 4, 6, 8 would leave a batch of 6
+  // that does not split into whole micro-batches on each rank.
+  EXPECT_THAT(error_of(kMinimalRecipe, {"cluster.gpus_per_node=2",
+                                        "training.rampup_batch_size=[4, 2, 8]"}),
+              HasSubstr("the ramp-up increment 2 is not divisible by micro batch x data-parallel = 4"));
+}
+
 TEST_F(RecipeTest, WarmupFractionIsTakenOfTheDecayIterations) {
   const auto c = compile_text(kMinimalRecipe, {"training.train_iters=1000",
                                                "training.lr_warmup_fraction=0.01"});
