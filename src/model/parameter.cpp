@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "model/rng_streams.hpp"
-#include "tensor/host_io.hpp"
 
 namespace megatron::model {
 namespace {
@@ -16,27 +15,28 @@ tensor::Shape local_shape(const tensor::Shape& shape, TpSplit split,
   return local;
 }
 
-// This rank's shard of a whole weight (row-major [rows, cols], or a vector as [rows, 1]).
-std::vector<float> take_shard(const std::vector<float>& whole, const Parameter& p,
-                              const parallel::TensorParallel& tp) {
+// Draws this rank's shard of a whole weight: each run of contiguous elements of the shard with
+// the whole weight's numbering (RngKey::offset), so no rank ever holds the whole weight.
+void draw_shard(tensor::Backend& backend, tensor::Tensor& shard, const Parameter& p,
+                const parallel::TensorParallel& tp, float std, tensor::RngKey key) {
   const int64_t rows = p.global_shape[0];
   const int64_t cols = p.global_shape.size() > 1 ? p.global_shape[1] : 1;
-  std::vector<float> out;
-  out.reserve(size_t(p.value.numel()));
+  tensor::Tensor flat = shard.flat();
   if (p.split == TpSplit::Rows) {
-    const int64_t part_rows = rows / p.parts;
+    const int64_t part_rows = rows / p.parts, local = tp.shard(part_rows);
     for (int64_t part = 0; part < p.parts; ++part) {
-      const int64_t first = part * part_rows + tp.shard_begin(part_rows);
-      const auto begin = whole.begin() + first * cols;
-      out.insert(out.end(), begin, begin + tp.shard(part_rows) * cols);
+      tensor::Tensor piece = flat.slice(part * local * cols, (part + 1) * local * cols);
+      key.offset = uint64_t((part * part_rows + tp.shard_begin(part_rows)) * cols);
+      backend.normal(piece, 0.0f, std, key);
     }
   } else {
+    const int64_t local = tp.shard(cols);
     for (int64_t r = 0; r < rows; ++r) {
-      const auto begin = whole.begin() + r * cols + tp.shard_begin(cols);
-      out.insert(out.end(), begin, begin + tp.shard(cols));
+      tensor::Tensor piece = flat.slice(r * local, (r + 1) * local);
+      key.offset = uint64_t(r * cols + tp.shard_begin(cols));
+      backend.normal(piece, 0.0f, std, key);
     }
   }
-  return out;
 }
 
 }  // namespace
@@ -75,15 +75,15 @@ void ParameterSet::initialise(uint64_t seed, double std, int64_t num_layers) {
       case Init::Ones: backend_.fill(p->value, 1.0); break;
       case Init::Normal:
       case Init::ScaledNormal: {
-        // Drawn in f32 and rounded once, so every dtype starts from the same weights.
-        tensor::Tensor f32 = backend_.empty(p->global_shape, tensor::DType::F32);
-        backend_.normal(f32, 0.0f, float(p->init == Init::Normal ? std : scaled),
-                        {.seed = seed, .stream = init_stream(p->name)});
+        // Drawn in f32 and rounded once, so every dtype starts from the same weights; a shard
+        // draws its part of the whole weight's numbers, the same in every layout.
+        tensor::Tensor f32 = backend_.empty(p->value.shape(), tensor::DType::F32);
+        const float deviation = float(p->init == Init::Normal ? std : scaled);
+        const tensor::RngKey key{.seed = seed, .stream = init_stream(p->name)};
         if (p->split != TpSplit::None && tp_.active()) {
-          // The whole weight is drawn and this rank's part kept: the same numbers as one
-          // process draws, whatever the layout.
-          f32 = tensor::from_floats(backend_, take_shard(tensor::to_floats(backend_, f32), *p, tp_),
-                                    p->value.shape(), tensor::DType::F32);
+          draw_shard(backend_, f32, *p, tp_, deviation, key);
+        } else {
+          backend_.normal(f32, 0.0f, deviation, key);
         }
         backend_.copy(f32, p->value);
         break;

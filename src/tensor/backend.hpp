@@ -23,8 +23,9 @@ namespace megatron::tensor {
 struct RngKey {
   uint64_t seed = 0;
   uint64_t stream = 0;
-  // Dropout only: added to every element index, so that a shard of a tensor (a sequence-parallel
-  // slice of the hidden states) draws exactly the numbers the whole tensor would.
+  // Dropout and normal: added to every element index, so that a shard of a tensor (a
+  // sequence-parallel slice of the hidden states, a tensor-parallel slice of a weight) draws
+  // exactly the numbers the whole tensor would.
   uint64_t offset = 0;
 };
 

@@ -87,8 +87,12 @@ void CpuBackend::normal(Tensor& x, float mean, float std, RngKey key) {
   cpu::for_chunks(x.numel(), [&](int64_t begin, int64_t n) {
     float buffer[kChunk];
     float* out = cpu::f32_target(fx, begin, buffer);
-    for (int64_t i = 0; i < n; i += 4) {
-      const auto words = philox_block(key, static_cast<uint64_t>((begin + i) / 4));
+    // Elements [first, first + n) of the key's numbering: whole Philox blocks are drawn and the
+    // elements outside the range (a shard that starts or ends mid-block) dropped.
+    const uint64_t first = key.offset + static_cast<uint64_t>(begin);
+    const uint64_t end = first + static_cast<uint64_t>(n);
+    for (uint64_t block = first / 4; block * 4 < end; ++block) {
+      const auto words = philox_block(key, block);
       float z[4];
       for (int pair = 0; pair < 2; ++pair) {
         const float u1 = 1.0f - uniform_from_bits(words[2 * pair]);
@@ -98,7 +102,9 @@ void CpuBackend::normal(Tensor& x, float mean, float std, RngKey key) {
         z[2 * pair] = radius * std::cos(angle);
         z[2 * pair + 1] = radius * std::sin(angle);
       }
-      for (int64_t k = 0; k < std::min<int64_t>(4, n - i); ++k) out[i + k] = mean + std * z[k];
+      for (uint64_t g = std::max(block * 4, first); g < std::min(block * 4 + 4, end); ++g) {
+        out[g - first] = mean + std * z[g % 4];
+      }
     }
     cpu::store_f32(fx, begin, n, out);
   });

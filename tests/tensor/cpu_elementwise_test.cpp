@@ -300,6 +300,25 @@ TEST_F(CpuElementwiseTest, DropoutKeepsExactlyTheElementsWhoseUniformIsAtLeastP)
   }
 }
 
+// A sequence-parallel shard keeps exactly the elements its rows keep in the whole tensor, for
+// offsets on and off Philox block boundaries.
+TEST_F(CpuElementwiseTest, DropoutOfAShardWithAnOffsetUsesTheWholeTensorsMask) {
+  const int64_t n = 3001;
+  const float p = 0.25f;
+  const auto x = random_values(n, 29);
+  for (const uint64_t offset : {uint64_t{128}, uint64_t{3}, uint64_t{4098}}) {
+    RngKey key = kKey;
+    key.offset = offset;
+    Tensor y = backend.empty({n}, DType::F32);
+    backend.dropout_forward(make(x, {n}), y, p, key);
+    const auto got = values(y);
+    for (int64_t i = 0; i < n; ++i) {
+      const bool keep = uniform_at(kKey, offset + static_cast<uint64_t>(i)) >= p;
+      ASSERT_EQ(got[i], keep ? x[i] * (1.0f / (1.0f - p)) : 0.0f) << offset << " " << i;
+    }
+  }
+}
+
 // The boundary: an element is kept when its uniform equals p exactly.
 TEST_F(CpuElementwiseTest, DropoutKeepsAnElementWhoseUniformEqualsP) {
   const float p = uniform_at(kKey, 5);

@@ -38,6 +38,20 @@ TEST_F(CpuOptimizerTest, StandardNormalDrawsNormalAtForEveryElement) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], normal_at(kKey, static_cast<uint64_t>(i))) << i;
 }
 
+TEST_F(CpuOptimizerTest, ANormalShardWithAnOffsetDrawsThatPartOfTheWholeTensor) {
+  // Offsets that start mid-Philox-block and shards that end mid-block (a tensor-parallel slice).
+  for (const uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{6}, uint64_t{4097}}) {
+    Tensor x = backend.empty({1001}, DType::F32);
+    RngKey key = kKey;
+    key.offset = offset;
+    backend.normal(x, 0.0f, 1.0f, key);
+    const auto got = values(x);
+    for (int64_t i = 0; i < 1001; ++i) {
+      ASSERT_EQ(got[i], normal_at(kKey, offset + static_cast<uint64_t>(i))) << offset << " " << i;
+    }
+  }
+}
+
 TEST_F(CpuOptimizerTest, NormalShiftsByTheMeanAndScalesByTheStd) {
   const int64_t n = 5000;
   Tensor x = backend.empty({n}, DType::F32);
