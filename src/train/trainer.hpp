@@ -1,5 +1,6 @@
-// `megatron run`: trains the recipe's model on one process, logging as Megatron does, and
-// stopping at the recipe's length, a wall-clock limit, or a non-finite loss.
+// `megatron run`: trains the recipe's model as this rank's part of its parallel layout (or on
+// one process), logging as Megatron does, and stopping at the recipe's length, a wall-clock
+// limit, or a non-finite loss.
 #pragma once
 
 #include <cstdint>
