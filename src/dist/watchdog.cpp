@@ -1,7 +1,12 @@
 #include "dist/watchdog.hpp"
 
+#include <semaphore.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -33,6 +38,8 @@ struct Registry {
   std::atomic<int> world_rank{0};
   std::atomic<int64_t> iteration{0};
   std::once_flag started;
+  sem_t wake;                       // posted by the SIGTERM handler
+  std::atomic<int> terminated_by{0};  // the signal, once one arrived
 };
 
 // Never destroyed: the detached watchdog thread may still read it while the process exits.
@@ -68,12 +75,66 @@ Slot& this_thread_slot() {
   std::_Exit(1);
 }
 
+// A launcher ends the other ranks of a failed job with SIGTERM (then SIGKILL): each says what it
+// was doing, so the job's log shows where every rank stood.
+[[noreturn]] void report_termination(int signal) {
+  Registry& r = registry();
+  std::string line;
+  {
+    std::lock_guard lock(r.mutex);
+    for (Slot* slot : r.slots) {
+      std::lock_guard slot_lock(slot->mutex);
+      if (slot->active) {
+        line = termination_message(r.world_rank.load(), &slot->op, Clock::now() - slot->start,
+                                   r.iteration.load());
+      }
+    }
+  }
+  if (line.empty()) line = termination_message(r.world_rank.load(), nullptr, {}, r.iteration.load());
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  std::_Exit(128 + signal);
+}
+
+Registry* g_registry = nullptr;  // for the signal handler: set before it is installed
+
+extern "C" void on_terminate(int signal) {
+  // Only async-signal-safe work here: the watchdog thread reports.
+  g_registry->terminated_by.store(signal);
+  sem_post(&g_registry->wake);
+}
+
+void install_termination_report() {
+  Registry& r = registry();
+  sem_init(&r.wake, 0, 0);
+  g_registry = &r;
+  struct sigaction current{};
+  sigaction(SIGTERM, nullptr, &current);
+  if (current.sa_handler != SIG_DFL) return;  // someone else handles it
+  struct sigaction action{};
+  action.sa_handler = on_terminate;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// Sleeps up to `d`, waking early when a termination signal arrives.
+void nap(milliseconds d) {
+  timespec until{};
+  clock_gettime(CLOCK_REALTIME, &until);
+  const int64_t ns = until.tv_nsec + int64_t(d.count()) * 1'000'000;
+  until.tv_sec += ns / 1'000'000'000;
+  until.tv_nsec = ns % 1'000'000'000;
+  while (sem_timedwait(&registry().wake, &until) != 0 && errno == EINTR) {
+  }
+}
+
 void watch() {
   Registry& r = registry();
   for (;;) {
     const milliseconds timeout(r.timeout_ms.load());
     // Poll often enough that a timeout fires within a tenth of itself, at most every 100 ms.
-    std::this_thread::sleep_for(std::clamp(timeout / 10, milliseconds(10), milliseconds(100)));
+    nap(std::clamp(timeout / 10, milliseconds(10), milliseconds(100)));
+    if (const int signal = r.terminated_by.load()) report_termination(signal);
     const Clock::time_point now = Clock::now();
     std::lock_guard lock(r.mutex);
     for (Slot* slot : r.slots) {
@@ -110,7 +171,10 @@ WatchdogScope::WatchdogScope(const WatchedOp& op) {
   Slot& slot = this_thread_slot();
   outermost_ = slot.depth++ == 0;
   if (!outermost_) return;
-  std::call_once(registry().started, [] { std::thread(watch).detach(); });
+  std::call_once(registry().started, [] {
+    install_termination_report();
+    std::thread(watch).detach();
+  });
   std::lock_guard lock(slot.mutex);
   slot.op = op;
   slot.start = Clock::now();
@@ -149,6 +213,23 @@ std::string timeout_message(int world_rank, const WatchedOp& op, milliseconds ti
          format_duration(timeout) + " " + when +
          ": a peer rank died or is stuck; see the other ranks' messages, or raise "
          "parallel.timeout_minutes";
+}
+
+std::string termination_message(int world_rank, const WatchedOp* op, Clock::duration blocked,
+                                int64_t iteration) {
+  const std::string when =
+      iteration > 0 ? "at iteration " + std::to_string(iteration) : "during start-up";
+  std::string where = "outside communication";
+  if (op) {
+    where = std::string("in ") + op->op;
+    if (op->peer >= 0) where += " rank " + std::to_string(op->peer);
+    where += " on group " + std::string(op->group) + " (" + std::to_string(op->group_size) +
+             (op->group_size == 1 ? " rank" : " ranks") + "), waiting for " +
+             format_duration(std::chrono::duration_cast<milliseconds>(blocked));
+  }
+  return "megatron: error: rank " + std::to_string(world_rank) + ": stopped by SIGTERM " + where +
+         " " + when + ": the launcher ends the job when a rank fails or is cancelled; see the "
+         "first failing rank's message";
 }
 
 }  // namespace megatron::dist

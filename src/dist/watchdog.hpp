@@ -53,6 +53,13 @@ class WatchdogScope {
 // calls and waits): the communication that computation did not hide.
 double seconds_blocked_in_communication();
 
+// The line a rank prints when SIGTERM ends it (the launcher stopping a failed job) once any
+// communication was watched: where it stood, e.g. "megatron: error: rank 0: stopped by SIGTERM
+// in all_reduce on group dp (2 ranks), waiting for 1.2 s at iteration 3: ...". `op` is null
+// outside communication.
+std::string termination_message(int world_rank, const WatchedOp* op,
+                                std::chrono::steady_clock::duration blocked, int64_t iteration);
+
 // The line printed on a timeout, without its newline, e.g. "megatron: error: rank 3:
 // all_reduce on group dp (2 ranks) did not complete within 30 s at iteration 7: ...".
 std::string timeout_message(int world_rank, const WatchedOp& op, std::chrono::milliseconds timeout,

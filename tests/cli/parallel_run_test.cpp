@@ -240,12 +240,19 @@ TEST(ParallelRun, ARankThatHangsMakesItsPeerExitWithTheWatchdogMessageWithinTheT
       << t.result.err;
 }
 
-TEST(ParallelRun, ARankThatIsKilledEndsTheJobInsteadOfHangingIt) {
-  // mpirun sees the death itself and ends the other ranks at once (before the watchdog would).
+TEST(ParallelRun, ARankThatIsKilledMakesItsPeerExitSayingWhereItWaitedInsteadOfHanging) {
+  // mpirun sees the death itself and stops the other ranks with SIGTERM at once, before the
+  // timeout: the survivor's watchdog reports the collective it was blocked in.
   const Timed t = run_with_fault("kill:rank=1:iteration=3");
   EXPECT_NE(t.result.exit_code, 0);
+  EXPECT_NE(t.result.exit_code, 137) << "killed by the test's own timeout: the job hung";
   EXPECT_LT(t.seconds, 60.0);
-  EXPECT_NE(t.result.err.find("signal 9"), std::string::npos) << t.result.err;
+  EXPECT_NE(t.result.err.find("megatron: error: rank 0: stopped by SIGTERM in "),
+            std::string::npos)
+      << t.result.err;
+  EXPECT_NE(t.result.err.find("(2 ranks), waiting for "), std::string::npos) << t.result.err;
+  EXPECT_NE(t.result.err.find("at iteration 3: the launcher ends the job"), std::string::npos)
+      << t.result.err;
 }
 
 }  // namespace
