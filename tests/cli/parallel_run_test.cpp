@@ -244,9 +244,8 @@ TEST(ParallelRun, ARankThatIsKilledMakesItsPeerExitSayingWhereItWaitedInsteadOfH
   // mpirun sees the death itself and stops the other ranks with SIGTERM at once, before the
   // timeout: the survivor's watchdog reports the collective it was blocked in.
   const Timed t = run_with_fault("kill:rank=1:iteration=3");
-  EXPECT_NE(t.result.exit_code, 0);
-  EXPECT_NE(t.result.exit_code, 137) << "killed by the test's own timeout: the job hung";
-  EXPECT_LT(t.seconds, 60.0);
+  EXPECT_NE(t.result.exit_code, 0);  // 137: mpirun passes on the killed rank's status
+  EXPECT_LT(t.seconds, 60.0);         // the test's own timeout would take 120 s
   EXPECT_NE(t.result.err.find("megatron: error: rank 0: stopped by SIGTERM in "),
             std::string::npos)
       << t.result.err;
