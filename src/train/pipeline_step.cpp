@@ -77,7 +77,7 @@ class Executor {
     return x;
   }
 
-  void send(Phase phase, int chunk, int64_t j, Tensor x) {
+  void send(Phase phase, int chunk, Tensor x) {
     const int stages = groups_.pp_size, stage = groups_.coord.pp;
     const Neighbour to = phase == Phase::Forward ? next(stage, chunk, stages)
                                                  : previous(stage, chunk, stages);
@@ -148,14 +148,14 @@ double forward_backward(tensor::Backend& backend, const model::GptModel& model,
         loss += sum.loss / tokens / double(shape.global_microbatches);
         loss_grad[j] = float(shape.loss_scale / (tokens * double(shape.global_microbatches)));
       } else {
-        io.send(Phase::Forward, op.chunk, j, std::move(y));
+        io.send(Phase::Forward, op.chunk, std::move(y));
       }
     } else {
       Tensor dy = model.ends_model(op.chunk) ? Tensor{} : io.receive(Phase::Backward, op.chunk, j);
       Tensor dx = model.backward_chunk(pass, op.chunk, batch, std::move(dy), acts,
                                        model.ends_model(op.chunk) ? loss_grad[j] : 0.0f);
       saved.erase({op.chunk, op.microbatch});
-      if (!model.starts_model(op.chunk)) io.send(Phase::Backward, op.chunk, j, std::move(dx));
+      if (!model.starts_model(op.chunk)) io.send(Phase::Backward, op.chunk, std::move(dx));
       if (op.chunk == 0) io.forget(j);  // chunk 0's backward is this micro-batch's last use
     }
     io.release_sent();
@@ -179,7 +179,7 @@ double forward_only(tensor::Backend& backend, const model::GptModel& model,
       if (model.ends_model(chunk)) {
         loss += sum.loss / std::max(sum.tokens, 1.0);
       } else {
-        io.send(Phase::Forward, chunk, j, std::move(y));
+        io.send(Phase::Forward, chunk, std::move(y));
       }
     }
     io.forget(j);
