@@ -66,13 +66,16 @@ Slot& this_thread_slot() {
   return mine.slot;
 }
 
-[[noreturn]] void fire(const WatchedOp& op, milliseconds timeout) {
-  Registry& r = registry();
-  const std::string line = timeout_message(r.world_rank.load(), op, timeout, r.iteration.load());
+[[noreturn]] void exit_with(const std::string& line, int code) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
   // _Exit: no destructors or atexit handlers, which could block on the stuck communication.
-  std::_Exit(1);
+  std::_Exit(code);
+}
+
+[[noreturn]] void fire(const WatchedOp& op, milliseconds timeout) {
+  Registry& r = registry();
+  exit_with(timeout_message(r.world_rank.load(), op, timeout, r.iteration.load()), 1);
 }
 
 // A launcher ends the other ranks of a failed job with SIGTERM (then SIGKILL): each says what it
@@ -91,9 +94,7 @@ Slot& this_thread_slot() {
     }
   }
   if (line.empty()) line = termination_message(r.world_rank.load(), nullptr, {}, r.iteration.load());
-  std::fprintf(stderr, "%s\n", line.c_str());
-  std::fflush(stderr);
-  std::_Exit(128 + signal);
+  exit_with(line, 128 + signal);
 }
 
 Registry* g_registry = nullptr;  // for the signal handler: set before it is installed

@@ -33,6 +33,14 @@ struct Parameter {
   bool shared_copy = false;
 };
 
+// Whether tensor-parallel rank `tp_rank`'s copy of p is the one that counts for the whole model
+// (gradient norm, parameter totals): shards always, replicated parameters on tp rank 0 only, a
+// tied embedding's second copy never.
+inline bool counts_once(const Parameter& p, int64_t tp_rank) {
+  if (p.shared_copy) return false;
+  return p.split != TpSplit::None || tp_rank == 0;
+}
+
 // Owns every parameter of a model in creation order (the order checkpoints and optimizers see).
 class ParameterSet {
  public:

@@ -17,13 +17,21 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
       params_(params),
       groups_(groups),
       distributed_(distributed && groups.dp_size > 1),
-      tied_embeddings_(tied_embeddings),
       buffers_(backend, params, groups.dp_size, bucket_elements) {
+  if (tied_embeddings && groups.embedding) {
+    for (const auto& p : params.all()) {
+      if (p->name == "embedding.word_embeddings.weight") tied_embedding_ = p.get();
+    }
+  }
+  const auto counted = [&](const model::Parameter& p) {
+    return model::counts_once(p, groups.coord.tp);
+  };
   std::vector<optim::OptimizedTensor> targets;
   if (!distributed_) {
     for (const auto& p : params.all()) {
       targets.push_back({.name = p->name, .value = &p->value, .grad = &p->grad,
                          .weight_decay = p->weight_decay});
+      if (counted(*p)) norm_terms_.push_back(&p->grad);
     }
   } else {
     for (const FlatBuffers::Bucket& bucket : buffers_.buckets()) {
@@ -31,11 +39,11 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
       for (const FlatBuffers::Range& r : buffers_.ranges()) {
         const int64_t begin = std::max(first, r.begin), end = std::min(last, r.end);
         if (begin >= end) continue;
-        Piece& piece = pieces_.emplace_back(Piece{.param = r.param,
-                                                  .value = buffers_.weights().slice(begin, end),
+        Piece& piece = pieces_.emplace_back(Piece{.value = buffers_.weights().slice(begin, end),
                                                   .grad = buffers_.grads().slice(begin, end)});
         targets.push_back({.name = r.param->name, .value = &piece.value, .grad = &piece.grad,
                            .weight_decay = r.param->weight_decay});
+        if (counted(*r.param)) norm_terms_.push_back(&piece.grad);
       }
     }
   }
@@ -56,7 +64,7 @@ void ParallelOptimizer::complete_across_model_parallel(model::Parameter& p) {
     groups_.tp->all_reduce(p.grad);
   }
   // A tied embedding lives on the first and the last stage; each holds part of its gradient.
-  if (tied_embeddings_ && groups_.embedding && p.name == "embedding.word_embeddings.weight") {
+  if (&p == tied_embedding_) {
     groups_.embedding->all_reduce(p.grad);
   }
 }
@@ -91,22 +99,9 @@ void ParallelOptimizer::finish_gradients() {
   reductions_.clear();
 }
 
-bool ParallelOptimizer::counted(const model::Parameter& p) const {
-  if (p.shared_copy) return false;
-  return p.split != model::TpSplit::None || groups_.coord.tp == 0;
-}
-
 double ParallelOptimizer::grad_norm(double unscale) {
   double sum = 0.0;
-  if (!distributed_) {
-    for (const auto& p : params_.all()) {
-      if (counted(*p)) sum += backend_.sum_squares(p->grad);
-    }
-  } else {
-    for (const Piece& piece : pieces_) {
-      if (counted(*piece.param)) sum += backend_.sum_squares(piece.grad);
-    }
-  }
+  for (const tensor::Tensor* grad : norm_terms_) sum += backend_.sum_squares(*grad);
   // Whole gradients are summed over the model-parallel ranks; slices over every rank.
   dist::Communicator* group = distributed_ ? groups_.world.get() : groups_.model_parallel.get();
   sum = parallel::sum_across(backend_, *group, sum);

@@ -39,9 +39,6 @@ class ParallelOptimizer {
   size_t buckets() const { return buffers_.buckets().size(); }
 
  private:
-  // Whether this rank's copy of p enters the norm: tensor-parallel replicas and the tied
-  // embedding's second copy are counted once.
-  bool counted(const model::Parameter& p) const;
   void complete_across_model_parallel(model::Parameter& p);
   void start_reduction(const FlatBuffers::Bucket& bucket);
   void gather_weights();
@@ -50,13 +47,17 @@ class ParallelOptimizer {
   model::ParameterSet& params_;
   const parallel::ProcessGroups& groups_;
   bool distributed_;
-  bool tied_embeddings_;  // the last stage holds a copy of the word embeddings
+  // The word embedding when it is tied across the first and last stage (its gradient is summed
+  // over the embedding group), else null.
+  const model::Parameter* tied_embedding_ = nullptr;
   FlatBuffers buffers_;
-  struct Piece {  // distributed: a parameter's part inside this rank's slices
-    model::Parameter* param;
-    tensor::Tensor value, grad;  // views
+  struct Piece {  // distributed: a parameter's part inside this rank's slices (views)
+    tensor::Tensor value, grad;
   };
   std::deque<Piece> pieces_;  // stable addresses: the optimizer points into them
+  // The gradients whose squares make this rank's part of the norm: whole parameters, or under
+  // the distributed optimizer this rank's pieces; each counted once over the model.
+  std::vector<const tensor::Tensor*> norm_terms_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   size_t complete_from_ = 0;  // parameters [complete_from_, n) are complete this iteration
   size_t next_bucket_ = 0;    // buckets [next_bucket_, end) have started reducing (counts down)

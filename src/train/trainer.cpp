@@ -49,13 +49,12 @@ double sum_over_ranks(tensor::Backend& backend, const parallel::ProcessGroups& g
 }
 
 // Parameters of the whole model: this rank's, summed over the tensor and pipeline ranks of its
-// data-parallel replica (the tied embedding's second copy not counted).
+// data-parallel replica, each counted once.
 int64_t whole_model_parameters(tensor::Backend& backend, const parallel::ProcessGroups& groups,
                                const model::GptModel& model) {
   int64_t mine = 0;
   for (const auto& p : model.parameters().all()) {
-    if (p->shared_copy) continue;
-    if (p->split != model::TpSplit::None || groups.coord.tp == 0) mine += p->value.numel();
+    if (model::counts_once(*p, groups.coord.tp)) mine += p->value.numel();
   }
   return int64_t(parallel::sum_across(backend, *groups.model_parallel, double(mine)));
 }

@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
@@ -21,7 +20,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_gpt import GPT  # noqa: E402
+from torch_gpt import GPT, make_optimizer, train_step  # noqa: E402
 
 
 def train(rank, args):
@@ -36,23 +35,14 @@ def train(rank, args):
     DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
         gpt, [name for name, b in gpt.named_buffers() if b.dtype == torch.bool])
     model = DistributedDataParallel(gpt, broadcast_buffers=False)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=3e-4)
+    optimizer = make_optimizer(model)
     data = torch.Generator().manual_seed(1234 + rank)
     local = args.batch // args.nproc
     seconds = 0.0
     for it in range(args.warmup + args.iters):
         sample = torch.randint(args.vocab, (local, args.seq + 1), generator=data)
         dist.barrier()
-        start = time.perf_counter()
-        loss = model(sample[:, :-1], sample[:, 1:])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        elapsed = time.perf_counter() - start
+        elapsed, _ = train_step(model, optimizer, sample)
         if it >= args.warmup:
             seconds += elapsed
     if rank == 0:

@@ -87,6 +87,25 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.reshape(-1))
 
 
+def make_optimizer(model):
+    """AdamW as megatron's recipes use it: weight decay 0.01 on the matrices only."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=3e-4)
+
+
+def train_step(model, optimizer, sample):
+    """One iteration on `sample` [batch, seq + 1]: seconds taken and the loss."""
+    start = time.perf_counter()
+    loss = model(sample[:, :-1], sample[:, 1:])
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return time.perf_counter() - start, loss.item()
+
+
 def main():
     parser = argparse.ArgumentParser(description="PyTorch GPT training throughput (CPU, f32)")
     parser.add_argument("--layers", type=int, required=True)
@@ -103,23 +122,14 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(1234)
     model = GPT(args.layers, args.hidden, args.heads, args.seq, args.vocab)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=3e-4)
+    optimizer = make_optimizer(model)
     data = torch.Generator().manual_seed(1234)
 
     losses, seconds = [], 0.0
     for it in range(args.warmup + args.iters):
         sample = torch.randint(args.vocab, (args.batch, args.seq + 1), generator=data)
-        start = time.perf_counter()
-        loss = model(sample[:, :-1], sample[:, 1:])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        elapsed = time.perf_counter() - start
-        losses.append(loss.item())
+        elapsed, loss = train_step(model, optimizer, sample)
+        losses.append(loss)
         if it >= args.warmup:
             seconds += elapsed
 
