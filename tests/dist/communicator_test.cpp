@@ -86,6 +86,53 @@ TEST_F(CommunicatorTest, AllGatherConcatenatesInRankOrder) {
   }
 }
 
+TEST_F(CommunicatorTest, ReduceScatterInPlaceLeavesTheSumInThisRanksOwnChunk) {
+  std::vector<float> in(size_t(2 * size));
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i) + float(rank);
+  Tensor whole = tensor::from_floats(backend, in, {2 * size});
+  Tensor mine = whole.slice(2 * rank, 2 * rank + 2);
+  comm->reduce_scatter(whole, mine);
+  const float ranks = size * (size - 1) / 2.0f;
+  EXPECT_EQ(tensor::to_floats(backend, mine),
+            (std::vector<float>{size * float(2 * rank) + ranks, size * float(2 * rank + 1) + ranks}));
+}
+
+TEST_F(CommunicatorTest, AsyncReduceScatterCompletesOnWaitInPlaceAndIn16Bits) {
+  std::vector<float> in(size_t(2 * size), 1.0f);
+  Tensor whole = tensor::from_floats(backend, in, {2 * size});
+  Tensor mine = whole.slice(2 * rank, 2 * rank + 2);
+  Tensor wide = tensor::from_floats(backend, in, {2 * size}, DType::Bf16);
+  Tensor narrow = backend.empty({2}, DType::Bf16);
+  auto first = comm->reduce_scatter_async(whole, mine);
+  auto second = comm->reduce_scatter_async(wide, narrow);
+  second->wait();
+  first->wait();
+  EXPECT_EQ(tensor::to_floats(backend, mine), (std::vector<float>{float(size), float(size)}));
+  EXPECT_EQ(tensor::to_floats(backend, narrow), (std::vector<float>{float(size), float(size)}));
+}
+
+TEST_F(CommunicatorTest, AllGatherInPlaceFillsEveryOtherRanksChunk) {
+  Tensor all = backend.zeros({size, 2}, DType::I32);
+  Tensor mine = all.slice(rank, rank + 1);
+  tensor::Tensor values = tensor::from_ints(backend, std::vector<int32_t>{rank, 10 * rank}, {1, 2});
+  backend.copy(values, mine);
+  comm->all_gather(mine, all);
+  const auto got = tensor::to_ints(backend, all);
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(got[size_t(2 * r)], r);
+    EXPECT_EQ(got[size_t(2 * r + 1)], 10 * r);
+  }
+}
+
+TEST_F(CommunicatorTest, TestReportsARequestDoneOnceItHasCompleted) {
+  Tensor x = tensor::from_floats(backend, std::vector<float>{1.0f}, {1});
+  auto request = comm->all_reduce_async(x);
+  while (!request->test()) {
+  }
+  EXPECT_TRUE(request->test());  // stays done
+  EXPECT_EQ(tensor::to_floats(backend, x)[0], float(size));
+}
+
 TEST_F(CommunicatorTest, BroadcastCopiesTheRootsTensorEverywhere) {
   Tensor x = tensor::from_floats(backend, std::vector<float>{float(rank), 7.0f}, {2}, DType::Bf16);
   comm->broadcast(x, size - 1);

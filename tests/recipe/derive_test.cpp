@@ -94,6 +94,16 @@ TEST_F(RecipeTest, ARampUpIncrementThatDataParallelRanksCannotShareIsRefused) {
               HasSubstr("the ramp-up increment 2 is not divisible by micro batch x data-parallel = 4"));
 }
 
+TEST_F(RecipeTest, AnInterleavedRampUpMustKeepWholeGroupsOfPipelineMicroBatches) {
+  // micro batch 2 x pipeline 2 = 4: a first batch of 2 is one micro-batch, which the interleaved
+  // schedule cannot run on 2 stages.
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.num_layers=8", "parallel.pipeline=2",
+                                        "parallel.virtual_pipeline=2", "cluster.gpus_per_node=2",
+                                        "training.rampup_batch_size=[2, 2, 8]"}),
+              HasSubstr("with the interleaved schedule every ramp-up batch must be a multiple of "
+                        "micro batch x data-parallel x pipeline = 4"));
+}
+
 TEST_F(RecipeTest, WarmupFractionIsTakenOfTheDecayIterations) {
   const auto c = compile_text(kMinimalRecipe, {"training.train_iters=1000",
                                                "training.lr_warmup_fraction=0.01"});

@@ -157,6 +157,52 @@ TEST(CpuCrossEntropy, InPlaceBackwardWorksOnBf16Logits) {
                         backward(backend, logits, kTargets, dloss, false, DType::Bf16)));
 }
 
+// Columns [first, first + width) of every row of a [rows, vocab] matrix.
+std::vector<float> columns(const std::vector<float>& m, int64_t rows, int64_t vocab, int64_t first,
+                           int64_t width) {
+  std::vector<float> out;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = m.begin() + r * vocab + first;
+    out.insert(out.end(), row, row + width);
+  }
+  return out;
+}
+
+// A vocab-parallel shard: its loss is its lse minus the target logit only where it holds the
+// target, so lse - loss summed over shards is the target logit; its backward, given the whole
+// row's lse, is exactly its columns of the whole backward.
+TEST(CpuCrossEntropy, AVocabShardGivesItsPartOfTheLossAndOfTheGradient) {
+  CpuBackend backend(2);
+  const auto n = static_cast<int64_t>(kTargets.size());
+  const int64_t half = kVocab / 2;
+  const auto logits = random_values(size_t(n * kVocab), 11, 3.0f);
+  const auto dloss = random_values(kTargets.size(), 12);
+  const Forward whole = forward(backend, logits, kTargets);
+  const std::vector<float> whole_grad = backward(backend, logits, kTargets, dloss, false);
+  const Tensor targets = from_ints(backend, kTargets, {n});
+  const Tensor whole_lse = from_floats(backend, whole.lse, {n});
+  std::vector<double> target_logit(static_cast<size_t>(n), 0.0);
+  for (const int64_t first : {int64_t{0}, half}) {
+    const VocabShard shard{.first = first, .partial = true};
+    Tensor x = from_floats(backend, columns(logits, n, kVocab, first, half), {n, half});
+    Tensor loss = backend.empty({n}, DType::F32), lse = backend.empty({n}, DType::F32);
+    backend.cross_entropy_forward(x, targets, loss, lse, shard);
+    const auto l = to_floats(backend, loss), e = to_floats(backend, lse);
+    for (size_t i = 0; i < size_t(n); ++i) target_logit[i] += double(e[i]) - double(l[i]);
+    Tensor dx = backend.empty({n, half}, DType::F32);
+    backend.cross_entropy_backward(x, targets, whole_lse, from_floats(backend, dloss, {n}), dx,
+                                   shard);
+    const auto want = columns(whole_grad, n, kVocab, first, half);
+    expect_all_near(to_floats(backend, dx), std::vector<double>(want.begin(), want.end()), 1e-7,
+                    "shard dlogits");
+  }
+  std::vector<double> want(static_cast<size_t>(n));
+  for (size_t i = 0; i < size_t(n); ++i) want[i] = logits[i * kVocab + size_t(kTargets[i])];
+  // lse (about 10) minus loss in f32: a few ulp of 10.
+  std::vector<float> got(target_logit.begin(), target_logit.end());
+  expect_all_near(got, want, 1e-5, "target logit");
+}
+
 TEST(CpuCrossEntropy, RejectsTargetsOutsideTheVocabulary) {
   CpuBackend backend(1);
   const Tensor logits = backend.zeros({2, 4}, DType::F32);
