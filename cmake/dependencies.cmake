@@ -14,6 +14,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+# Checkpoints: Debian's serial HDF5 (libhdf5-dev), 1.10 or later for virtual datasets.
+pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5>=1.10)
 
 # The CPU backend's GEMMs. Debian's OpenMP build of OpenBLAS shares the backend's OpenMP
 # thread pool; the pthread build would start its own threads beside OpenMP's waiting ones and

@@ -109,7 +109,7 @@ void run(const RunArgs& args) {
   if (world == 1) require_one_rank(args.file, options);
   const recipe::CompiledRecipe compiled = recipe::compile(args.file, options);
   if (args.nproc > 1) launch_local_job(args, compiled);
-  train::TrainOptions train_options{.threads = args.threads};
+  train::TrainOptions train_options{.threads = args.threads, .overrides = args.overrides};
   if (!args.run_dir.empty()) train_options.run_dir = args.run_dir;
   std::ifstream in(args.file);
   std::stringstream text;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct Registry {
   std::once_flag started;
   sem_t wake;                       // posted by the SIGTERM handler
   std::atomic<int> terminated_by{0};  // the signal, once one arrived
+  std::atomic<bool> graceful{false};
+  std::atomic<int64_t> grace_ms{500};
+  std::once_flag handlers;
 };
 
 // Never destroyed: the detached watchdog thread may still read it while the process exits.
@@ -105,17 +109,39 @@ extern "C" void on_terminate(int signal) {
   sem_post(&g_registry->wake);
 }
 
-void install_termination_report() {
-  Registry& r = registry();
-  sem_init(&r.wake, 0, 0);
-  g_registry = &r;
+void install_handler(int signal) {
   struct sigaction current{};
-  sigaction(SIGTERM, nullptr, &current);
+  sigaction(signal, nullptr, &current);
   if (current.sa_handler != SIG_DFL) return;  // someone else handles it
   struct sigaction action{};
   action.sa_handler = on_terminate;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
+  sigaction(signal, &action, nullptr);
+}
+
+void install_termination_report() {
+  std::call_once(registry().handlers, [] {
+    Registry& r = registry();
+    sem_init(&r.wake, 0, 0);
+    g_registry = &r;
+    install_handler(SIGTERM);
+    if (r.graceful.load()) install_handler(SIGUSR1);
+  });
+}
+
+// Under a graceful stop: whether SIGTERM, seen at `since`, found this rank blocked in an
+// operation that has not completed within the grace period since.
+bool stuck_after_signal(Clock::time_point since) {
+  Registry& r = registry();
+  const Clock::time_point now = Clock::now();
+  const milliseconds grace(r.grace_ms.load());
+  if (now - since < grace) return false;
+  std::lock_guard lock(r.mutex);
+  for (Slot* slot : r.slots) {
+    std::lock_guard slot_lock(slot->mutex);
+    if (slot->active && now - slot->start >= grace) return true;
+  }
+  return false;
 }
 
 // Sleeps up to `d`, waking early when a termination signal arrives.
@@ -131,11 +157,19 @@ void nap(milliseconds d) {
 
 void watch() {
   Registry& r = registry();
+  std::optional<Clock::time_point> signalled;  // when a graceful stop's SIGTERM was seen
   for (;;) {
     const milliseconds timeout(r.timeout_ms.load());
-    // Poll often enough that a timeout fires within a tenth of itself, at most every 100 ms.
-    nap(std::clamp(timeout / 10, milliseconds(10), milliseconds(100)));
-    if (const int signal = r.terminated_by.load()) report_termination(signal);
+    // Poll often enough that a timeout fires within a tenth of itself, at most every 100 ms
+    // (every 50 ms while a SIGTERM's grace period runs).
+    nap(std::clamp(timeout / 10, milliseconds(10), milliseconds(signalled ? 50 : 100)));
+    if (const int signal = r.terminated_by.load()) {
+      if (!r.graceful.load()) report_termination(signal);
+      if (signal == SIGTERM) {
+        if (!signalled) signalled = Clock::now();
+        if (stuck_after_signal(*signalled)) report_termination(signal);
+      }
+    }
     const Clock::time_point now = Clock::now();
     std::lock_guard lock(r.mutex);
     for (Slot* slot : r.slots) {
@@ -166,6 +200,18 @@ milliseconds Watchdog::timeout() { return milliseconds(registry().timeout_ms.loa
 
 void Watchdog::set_world_rank(int rank) { registry().world_rank.store(rank); }
 
+void enable_graceful_stop(milliseconds grace) {
+  Registry& r = registry();
+  r.grace_ms.store(grace.count());
+  r.graceful.store(true);
+  install_termination_report();
+}
+
+int stop_signal() {
+  Registry& r = registry();
+  return r.graceful.load() ? r.terminated_by.load() : 0;
+}
+
 void set_current_iteration(int64_t iteration) { registry().iteration.store(iteration); }
 
 WatchdogScope::WatchdogScope(const WatchedOp& op) {
@@ -173,7 +219,7 @@ WatchdogScope::WatchdogScope(const WatchedOp& op) {
   outermost_ = slot.depth++ == 0;
   if (!outermost_) return;
   std::call_once(registry().started, [] {
-    install_termination_report();
+    install_termination_report();  // once, whoever comes first
     std::thread(watch).detach();
   });
   std::lock_guard lock(slot.mutex);

@@ -22,6 +22,15 @@ class Watchdog {
   static void set_world_rank(int rank);
 };
 
+// Graceful stop (what Slurm's time limit and preemption signals ask for): from now on SIGTERM
+// and SIGUSR1 only set stop_signal(), and training stops at its next iteration boundary. A
+// rank that SIGTERM finds blocked in one communication operation which then makes no progress
+// for `grace` is reported and ended as before: that is a launcher stopping a failed job (Open
+// MPI sends SIGKILL one second after SIGTERM).
+void enable_graceful_stop(std::chrono::milliseconds grace = std::chrono::milliseconds(500));
+// The signal that asked for a graceful stop, or 0.
+int stop_signal();
+
 // The training iteration named in the message; the trainer sets it as each one begins.
 // 0 (the default) means the job is still starting up.
 void set_current_iteration(int64_t iteration);

@@ -42,6 +42,17 @@ class Optimizer {
   void step(double lr, double grad_scale);
   int64_t steps() const { return steps_; }
 
+  // The state a checkpoint saves and restores, for the i-th tensor (constructor order): the f32
+  // master (the weight itself when f32), Adam's m and v or SGD's momentum (moment2 undefined).
+  struct State {
+    tensor::Tensor* master;
+    tensor::Tensor* moment1;
+    tensor::Tensor* moment2;
+  };
+  size_t size() const { return slots_.size(); }
+  State state(size_t i) { return {&slots_[i].master, &slots_[i].moment1, &slots_[i].moment2}; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+
   // Bytes of optimizer state (masters that are not the weights themselves, and moments).
   int64_t state_bytes() const;
 

@@ -31,6 +31,7 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
     for (const auto& p : params.all()) {
       targets.push_back({.name = p->name, .value = &p->value, .grad = &p->grad,
                          .weight_decay = p->weight_decay});
+      places_.push_back({p.get(), 0, p->value.numel()});
       if (counted(*p)) norm_terms_.push_back(&p->grad);
     }
   } else {
@@ -43,11 +44,20 @@ ParallelOptimizer::ParallelOptimizer(tensor::Backend& backend, model::ParameterS
                                                   .grad = buffers_.grads().slice(begin, end)});
         targets.push_back({.name = r.param->name, .value = &piece.value, .grad = &piece.grad,
                            .weight_decay = r.param->weight_decay});
+        places_.push_back({r.param, begin - r.begin, end - begin});
         if (counted(*r.param)) norm_terms_.push_back(&piece.grad);
       }
     }
   }
   optimizer_ = std::make_unique<optim::Optimizer>(backend, std::move(targets), config);
+}
+
+std::vector<ParallelOptimizer::Owned> ParallelOptimizer::owned() {
+  std::vector<Owned> out;
+  for (size_t i = 0; i < places_.size(); ++i) {
+    out.push_back({places_[i].param, places_[i].offset, places_[i].numel, optimizer_->state(i)});
+  }
+  return out;
 }
 
 void ParallelOptimizer::begin_iteration() {

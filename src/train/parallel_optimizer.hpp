@@ -36,6 +36,19 @@ class ParallelOptimizer {
   double grad_norm(double unscale);
   void step(double lr, double grad_scale);
   int64_t state_bytes() const { return optimizer_->state_bytes(); }
+
+  // What this rank's optimizer holds for checkpoints: for each tensor it updates, the parameter,
+  // which elements of the parameter's shard ([offset, offset + numel): all of it, or a
+  // distributed optimizer's slice), and their state.
+  struct Owned {
+    const model::Parameter* param;
+    int64_t offset, numel;
+    optim::Optimizer::State state;
+  };
+  std::vector<Owned> owned();
+  int64_t steps() const { return optimizer_->steps(); }
+  void set_steps(int64_t steps) { optimizer_->set_steps(steps); }
+  bool distributed() const { return distributed_; }
   size_t buckets() const { return buffers_.buckets().size(); }
 
  private:
@@ -55,6 +68,11 @@ class ParallelOptimizer {
     tensor::Tensor value, grad;
   };
   std::deque<Piece> pieces_;  // stable addresses: the optimizer points into them
+  struct Place {  // each optimizer tensor's parameter and offset in its shard
+    const model::Parameter* param;
+    int64_t offset, numel;
+  };
+  std::vector<Place> places_;
   // The gradients whose squares make this rank's part of the norm: whole parameters, or under
   // the distributed optimizer this rank's pieces; each counted once over the model.
   std::vector<const tensor::Tensor*> norm_terms_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "tensor/cpu_backend.hpp"
 #include "tensor/host_io.hpp"
 #include "train/batch_size.hpp"
+#include "train/checkpointer.hpp"
 #include "train/metrics_log.hpp"
 #include "train/parallel_optimizer.hpp"
 #include "train/pipeline_step.hpp"
@@ -166,6 +168,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   dist::Watchdog::set_timeout(std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
   std::unique_ptr<dist::MpiRuntime> mpi;
   if (d.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
+  // SIGTERM and SIGUSR1 (Slurm's time limit and preemption) stop at an iteration boundary,
+  // after saving a checkpoint when checkpoint.save is set.
+  dist::enable_graceful_stop();
   tensor::CpuBackend backend(options.threads);
   std::unique_ptr<dist::Communicator> world =
       mpi ? mpi->world() : std::make_unique<dist::SelfCommunicator>("world", &backend);
@@ -209,6 +214,12 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                               config.tie_embeddings);
   const optim::LossScalerConfig scaling = scaler_config(r.precision);
   optim::LossScaler scaler(scaling);
+  Checkpointer checkpointer(c, groups, backend, options.recipe_text, options.overrides);
+  const std::optional<ckpt::CheckpointMeta> resumed = checkpointer.load(model, optimizer);
+  if (resumed && scaling.dynamic && resumed->dtype == "f16") {
+    scaler.restore(resumed->state.loss_scale, resumed->state.growth_tracker,
+                   resumed->state.hysteresis_tracker);
+  }
   const optim::LrSchedule schedule = lr_schedule(c);
   const BatchSchedule batches{.global_batch = r.training.global_batch_size,
                               .micro_batch = r.training.micro_batch_size,
@@ -253,19 +264,36 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   const double time_limit_s = r.training.exit_duration_minutes
                                   ? *r.training.exit_duration_minutes * 60.0
                                   : std::numeric_limits<double>::infinity();
-  int64_t consumed = 0, skipped = 0;
+  int64_t consumed = resumed ? resumed->state.consumed_samples : 0;
+  int64_t skipped = resumed ? resumed->state.skipped_iterations : 0;
+  result.first_iteration = resumed ? resumed->state.iteration + 1 : 1;
+  result.iterations = result.first_iteration - 1;
+  result.consumed_samples = consumed;
   double interval_loss = 0.0, interval_seconds = 0.0;
   int64_t interval_iters = 0, interval_tokens = 0;
   result.stop_reason = "reached train iterations";
 
-  if (evaluating && data.valid) {
+  if (evaluating && data.valid && !resumed) {
     // Where training starts from: an untrained model scores about log(vocabulary).
     const double val = evaluate(backend, model, groups, *data.valid, c);
     if (log) log->validation(0, val);
   }
   const int64_t mbs = r.training.micro_batch_size;
   const std::function<void(size_t)> grads_ready = [&](size_t first) { optimizer.grads_ready(first); };
-  for (int64_t iteration = 1; iteration <= d.train_iters; ++iteration) {
+  if (resumed && result.first_iteration > d.train_iters) {
+    result.stop_reason = fmt::format("the checkpoint is at iteration {}, which reaches train "
+                                     "iterations ({}) already", resumed->state.iteration, d.train_iters);
+  }
+  const auto training_state = [&](int64_t iteration) {
+    return ckpt::TrainingState{.iteration = iteration,
+                               .consumed_samples = consumed,
+                               .skipped_iterations = skipped,
+                               .optimizer_steps = optimizer.steps(),
+                               .loss_scale = scaler.scale(),
+                               .growth_tracker = scaler.growth_tracker(),
+                               .hysteresis_tracker = scaler.hysteresis_tracker()};
+  };
+  for (int64_t iteration = result.first_iteration; iteration <= d.train_iters; ++iteration) {
     dist::set_current_iteration(iteration);
     dist::inject_fault(groups.world_rank, iteration);
     const auto step_start = Clock::now();
@@ -316,14 +344,19 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     interval_tokens += global_batch * r.data.seq_length;
     ++interval_iters;
 
-    // Every rank must agree on stopping: rank 0's clock decides.
+    // Every rank must agree on stopping: rank 0's clock decides the time limit; a stop signal
+    // that reached any rank stops them all.
     bool out_of_time = seconds_since(started) >= time_limit_s;
+    int signal = dist::stop_signal();
     if (groups.world->size() > 1) {
-      tensor::Tensor flag = tensor::from_ints(backend, std::vector<int32_t>{out_of_time ? 1 : 0}, {1});
-      groups.world->broadcast(flag, 0);
-      out_of_time = tensor::to_ints(backend, flag)[0] != 0;
+      tensor::Tensor flags = tensor::from_floats(
+          backend, std::vector<float>{rank0 && out_of_time ? 1.0f : 0.0f, float(signal)}, {2});
+      groups.world->all_reduce(flags, dist::ReduceOp::Max);
+      const std::vector<float> agreed = tensor::to_floats(backend, flags);
+      out_of_time = agreed[0] != 0.0f;
+      signal = int(agreed[1]);
     }
-    const bool last = iteration == d.train_iters || out_of_time;
+    const bool last = iteration == d.train_iters || out_of_time || signal != 0;
     std::optional<double> val;
     if (evaluating && data.valid && (iteration % *r.eval.interval == 0 || last)) {
       val = evaluate(backend, model, groups, *data.valid, c);
@@ -355,12 +388,25 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     }
     result.iterations = iteration;
     result.consumed_samples = consumed;
+    const int64_t interval = r.checkpoint.interval.value_or(0);
+    if (checkpointer.saving() && (last || (interval > 0 && iteration % interval == 0))) {
+      checkpointer.save(model, optimizer, training_state(iteration));
+    } else {
+      checkpointer.poll();
+    }
+    if (signal != 0) {
+      result.stop_reason = fmt::format("stopped by {}{}", signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM",
+                                       checkpointer.saving() ? " after saving a checkpoint" : "");
+      break;
+    }
     if (out_of_time) {
       result.stop_reason = fmt::format("reached the time limit of {} minutes",
                                        *r.training.exit_duration_minutes);
       break;
     }
   }
+  checkpointer.finish();
+
   report_ranks(backend, groups, optimizer.state_bytes(), seconds_since(started));
   spdlog::info("done: {} iterations, {} samples, {} ({:.1f} s); metrics in {}", result.iterations,
                result.consumed_samples, result.stop_reason, seconds_since(started),

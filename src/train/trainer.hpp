@@ -16,6 +16,7 @@ struct TrainOptions {
   std::optional<std::filesystem::path> run_dir;  // overrides logging.run_dir
   int threads = 0;                               // 0: OMP_NUM_THREADS or every core
   std::string recipe_text;                       // the recipe file as written, kept in the run dir
+  std::vector<std::string> overrides;            // command-line overrides, kept in checkpoints
 };
 
 struct TrainResult {
@@ -26,6 +27,7 @@ struct TrainResult {
   std::optional<double> final_val_loss;
   std::filesystem::path run_dir;
   std::string stop_reason;
+  int64_t first_iteration = 1;  // after a checkpoint of iteration N: N + 1
 };
 
 TrainResult train(const recipe::CompiledRecipe& compiled, const TrainOptions& options);

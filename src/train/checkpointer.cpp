@@ -1,0 +1,363 @@
+#include "train/checkpointer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <fmt/format.h>
+
+#include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/checkpoint_writer.hpp"
+#include "ckpt/directory.hpp"
+#include "core/build_info.hpp"
+#include "core/error.hpp"
+#include "parallel/scalar_reduce.hpp"
+#include "recipe/enum_names.hpp"
+#include "recipe/render.hpp"
+#include "tensor/host_io.hpp"
+
+namespace megatron::train {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+ckpt::Split split_of(model::TpSplit s) {
+  switch (s) {
+    case model::TpSplit::None: return ckpt::Split::None;
+    case model::TpSplit::Rows: return ckpt::Split::Rows;
+    case model::TpSplit::Columns: return ckpt::Split::Columns;
+  }
+  return ckpt::Split::None;
+}
+
+ckpt::ShardLayout layout_of(const model::Parameter& p, const parallel::ProcessGroups& g) {
+  return {.global_shape = p.global_shape, .split = split_of(p.split), .parts = p.parts,
+          .tp_rank = g.coord.tp, .tp_size = g.tp_size};
+}
+
+// Whether this rank is the one that writes p's values: one copy over the model (tp replicas
+// and the tied embedding's second copy left out).
+bool writes(const model::Parameter& p, const parallel::ProcessGroups& g) {
+  return model::counts_once(p, g.coord.tp);
+}
+
+std::vector<std::byte> bytes_of(tensor::Backend& backend, const tensor::Tensor& t) {
+  std::vector<std::byte> bytes(t.bytes());
+  backend.read(t, bytes.data());
+  return bytes;
+}
+
+std::string text_of(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
+}
+
+// The first failing rank's message, on every rank ("" when no rank failed). Collective.
+std::string first_error(tensor::Backend& backend, dist::Communicator& world, const std::string& mine) {
+  const int n = world.size();
+  tensor::Tensor flag = tensor::from_floats(backend, std::vector<float>{mine.empty() ? 0.0f : 1.0f}, {1});
+  tensor::Tensor flags = backend.empty({n}, tensor::DType::F32);
+  world.all_gather(flag, flags);
+  const std::vector<float> all = tensor::to_floats(backend, flags);
+  int root = -1;
+  for (int r = 0; r < n && root < 0; ++r) {
+    if (all[size_t(r)] != 0.0f) root = r;
+  }
+  if (root < 0) return "";
+  if (n == 1) return mine;
+  tensor::Tensor length = tensor::from_ints(backend, std::vector<int32_t>{int32_t(mine.size())}, {1});
+  world.broadcast(length, root);
+  const int32_t size = tensor::to_ints(backend, length)[0];
+  std::vector<int32_t> chars(size_t(size), 0);
+  if (world.rank() == root) {
+    for (size_t i = 0; i < chars.size(); ++i) chars[i] = static_cast<unsigned char>(mine[i]);
+  }
+  tensor::Tensor text = tensor::from_ints(backend, chars, {int64_t(size)});
+  world.broadcast(text, root);
+  std::string out;
+  for (int32_t c : tensor::to_ints(backend, text)) out += char(c);
+  return out;
+}
+
+bool is_vocab_tensor(const std::string& name) {
+  return name == "embedding.word_embeddings.weight" || name == "output_layer.weight";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return "[" + fmt::format("{}", fmt::join(shape, ", ")) + "]";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> model_fields(const model::GptConfig& c) {
+  using recipe::name_of;
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  std::vector<std::pair<std::string, std::string>> f{
+      {"model.num_layers", std::to_string(c.num_layers)},
+      {"model.hidden_size", std::to_string(c.hidden)},
+      {"model.num_attention_heads", std::to_string(c.heads)},
+      {"model.num_query_groups", std::to_string(c.groups)},
+      {"model.kv_channels", std::to_string(c.head_dim)},
+      {"model.ffn_hidden_size", std::to_string(c.ffn)},
+      {"model.vocab_size", std::to_string(c.vocab)},
+      {"model.position_embedding", std::string(name_of(c.position))}};
+  if (c.position == recipe::PositionEmbedding::Learned) {
+    f.emplace_back("model.max_position_embeddings", std::to_string(c.max_positions));
+  } else {
+    f.emplace_back("model.rotary_percent", fmt::format("{}", c.rotary_percent));
+    f.emplace_back("model.rotary_base", fmt::format("{}", c.rotary_base));
+  }
+  f.emplace_back("model.normalization", std::string(name_of(c.norm)));
+  f.emplace_back("model.activation", std::string(name_of(c.activation)));
+  f.emplace_back("model.tie_embeddings", b(c.tie_embeddings));
+  f.emplace_back("model.add_bias_linear", b(c.linear_bias));
+  f.emplace_back("model.add_qkv_bias", b(c.qkv_bias));
+  return f;
+}
+
+Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
+                           const parallel::ProcessGroups& groups, tensor::Backend& backend,
+                           std::string recipe_text, std::vector<std::string> overrides)
+    : compiled_(compiled),
+      groups_(groups),
+      backend_(backend),
+      recipe_text_(std::move(recipe_text)),
+      overrides_(std::move(overrides)),
+      config_(model::gpt_config(compiled.recipe, compiled.derived)) {
+  if (compiled.recipe.checkpoint.save) save_dir_ = fs::path(*compiled.recipe.checkpoint.save);
+}
+
+Checkpointer::~Checkpointer() {
+  // A save still in flight when training failed: let its thread end; it is never published.
+  if (in_flight_ && in_flight_->written.valid()) in_flight_->written.wait();
+}
+
+std::vector<ckpt::Piece> Checkpointer::pieces(const model::GptModel& model,
+                                              ParallelOptimizer& optimizer) const {
+  std::vector<ckpt::Piece> out;
+  const bool first_replica = groups_.coord.dp == 0;
+  auto add = [&](const char* kind, const model::Parameter& p, int64_t offset, const tensor::Tensor& t) {
+    out.push_back({.kind = kind, .name = p.name, .layout = layout_of(p, groups_), .offset = offset,
+                   .dtype = t.dtype(), .bytes = bytes_of(backend_, t)});
+  };
+  if (first_replica) {
+    for (const auto& p : model.parameters().all()) {
+      if (writes(*p, groups_)) add(ckpt::kModel, *p, 0, p->value);
+    }
+  }
+  if (!first_replica && !optimizer.distributed()) return out;
+  const bool adam = compiled_.recipe.training.optimizer == recipe::Optimizer::AdamW;
+  for (const ParallelOptimizer::Owned& o : optimizer.owned()) {
+    if (!writes(*o.param, groups_)) continue;
+    if (config_.dtype != tensor::DType::F32) add(ckpt::kMaster, *o.param, o.offset, *o.state.master);
+    add(adam ? ckpt::kExpAvg : ckpt::kMomentum, *o.param, o.offset, *o.state.moment1);
+    if (o.state.moment2->defined()) add(ckpt::kExpAvgSq, *o.param, o.offset, *o.state.moment2);
+  }
+  return out;
+}
+
+void Checkpointer::save(const model::GptModel& model, ParallelOptimizer& optimizer,
+                        const ckpt::TrainingState& state) {
+  if (!save_dir_) return;
+  finish();
+  const auto& r = compiled_.recipe;
+  const double started = now_s();
+  std::vector<ckpt::Piece> mine = pieces(model, optimizer);
+  int64_t bytes = 0;
+  for (const ckpt::Piece& p : mine) bytes += int64_t(p.bytes.size());
+  ckpt::CheckpointMeta meta{
+      .state = state,
+      .layout = {.world = groups_.world->size(), .tensor = groups_.tp_size,
+                 .pipeline = groups_.pp_size, .data = groups_.dp_size,
+                 .virtual_pipeline = r.parallel.virtual_pipeline,
+                 .sequence_parallel = r.parallel.sequence_parallel,
+                 .distributed_optimizer = r.parallel.distributed_optimizer},
+      .dtype = std::string(tensor::name(config_.dtype)),
+      .optimizer = std::string(recipe::name_of(r.training.optimizer)),
+      .seed = r.training.seed,
+      .model = model_fields(config_),
+      .recipe = recipe::render_yaml(compiled_),
+      .recipe_original = recipe_text_,
+      .overrides = text_of(overrides_),
+      .version = std::string(build_info::version())};
+  const fs::path staging = ckpt::staging_dir(*save_dir_, state.iteration);
+  std::string error;
+  if (groups_.world_rank == 0) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    fs::create_directories(staging, ec);
+    if (ec) error = "cannot create " + staging.string() + ": " + ec.message();
+  }
+  if (const std::string e = first_error(backend_, *groups_.world, error); !e.empty()) {
+    throw RuntimeFailure("checkpoint.save: " + e);
+  }
+  auto write = [staging, rank = groups_.world_rank, pieces = std::move(mine)]() -> std::string {
+    try {
+      ckpt::write_rank_file(staging, rank, pieces);
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
+  in_flight_ = InFlight{.meta = std::move(meta), .started_s = started, .bytes = bytes};
+  if (r.checkpoint.async_save) {
+    in_flight_->written = std::async(std::launch::async, std::move(write));
+    spdlog::info("saving checkpoint at iteration {} in the background ({:.1f} MiB on this rank)",
+                 state.iteration, double(bytes) / 1048576.0);
+  } else {
+    std::promise<std::string> done;
+    done.set_value(write());
+    in_flight_->written = done.get_future();
+    publish();
+  }
+}
+
+void Checkpointer::poll() {
+  if (!in_flight_) return;
+  const bool done = in_flight_->written.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  if (parallel::sum_across(backend_, *groups_.world, done ? 0.0 : 1.0) == 0.0) publish();
+}
+
+void Checkpointer::finish() {
+  if (in_flight_) publish();
+}
+
+void Checkpointer::publish() {
+  InFlight job = std::move(*in_flight_);
+  in_flight_.reset();
+  const int64_t iteration = job.meta.state.iteration;
+  const std::string mine = job.written.get();
+  const std::string error = first_error(backend_, *groups_.world, mine);
+  if (!error.empty()) {
+    throw RuntimeFailure(fmt::format("saving the checkpoint of iteration {} failed: {}", iteration, error));
+  }
+  if (groups_.world_rank != 0) return;
+  const fs::path staging = ckpt::staging_dir(*save_dir_, iteration);
+  ckpt::write_index(staging, job.meta);
+  const fs::path final_dir = ckpt::publish(*save_dir_, iteration);
+  if (compiled_.recipe.checkpoint.keep_last) ckpt::prune(*save_dir_, *compiled_.recipe.checkpoint.keep_last);
+  spdlog::info("saved checkpoint {} ({} rank file{}, {:.1f} MiB from rank 0, {:.2f} s)",
+               final_dir.string(), job.meta.layout.world, job.meta.layout.world == 1 ? "" : "s",
+               double(job.bytes) / 1048576.0, now_s() - job.started_s);
+}
+
+std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
+                                                      ParallelOptimizer& optimizer) {
+  const auto& cp = compiled_.recipe.checkpoint;
+  std::optional<fs::path> dir;
+  if (cp.load) {
+    dir = ckpt::resolve_checkpoint(*cp.load);
+    if (!dir) {
+      throw UserError(fmt::format("{}: checkpoint.load: {} holds no checkpoint (neither {} nor "
+                                  "latest); check the path, or drop checkpoint.load to start "
+                                  "from scratch",
+                                  compiled_.file, *cp.load, ckpt::kIndexFile));
+    }
+  } else if (cp.save) {
+    dir = ckpt::resolve_checkpoint(*cp.save);
+  }
+  if (!dir) return std::nullopt;
+  const double started = now_s();
+  std::string error;
+  std::optional<ckpt::CheckpointReader> reader;
+  try {
+    reader.emplace(*dir);
+    // Model first: a different model is the likeliest mistake, and names one field.
+    const auto mine = model_fields(config_);
+    for (const auto& [key, value] : mine) {
+      std::string theirs = "(not recorded)";
+      for (const auto& [k, v] : reader->meta().model) {
+        if (k == key) theirs = v;
+      }
+      if (theirs != value) {
+        throw UserError(fmt::format("{}: the checkpoint's {} is {} but the recipe's is {}: load it "
+                                    "with the model it was trained with (megatron ckpt inspect {} "
+                                    "shows it)",
+                                    dir->string(), key, theirs, value, dir->string()));
+      }
+    }
+    error = reader->verify(groups_.world_rank, groups_.world->size());
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (const std::string e = first_error(backend_, *groups_.world, error); !e.empty()) throw UserError(e);
+
+  bool fresh_optimizer = false;
+  try {
+    const std::string dir_text = dir->string();
+    auto tensor_for = [&](const model::Parameter& p) -> const ckpt::TensorInfo& {
+      const ckpt::TensorInfo* t = reader->find(ckpt::kModel, p.name);
+      if (!t) {
+        throw UserError(fmt::format("{}: the checkpoint has no tensor model/{}, which the recipe's "
+                                    "model needs",
+                                    dir_text, p.name));
+      }
+      const bool same = t->shape == p.global_shape ||
+                        (is_vocab_tensor(p.name) && t->shape.size() == p.global_shape.size() &&
+                         std::equal(t->shape.begin() + 1, t->shape.end(), p.global_shape.begin() + 1));
+      if (!same) {
+        throw UserError(fmt::format("{}: tensor model/{} is {} in the checkpoint but the recipe's "
+                                    "model needs {}",
+                                    dir_text, p.name, shape_text(t->shape), shape_text(p.global_shape)));
+      }
+      return *t;
+    };
+    for (const auto& p : model.parameters().all()) {
+      const ckpt::TensorInfo& t = tensor_for(*p);
+      std::vector<float> values(size_t(p->value.numel()));
+      reader->read_f32(t, ckpt::shard_boxes(layout_of(*p, groups_)), values);
+      tensor::write_floats(backend_, p->value, values);
+    }
+    const bool adam = compiled_.recipe.training.optimizer == recipe::Optimizer::AdamW;
+    const std::string kind(recipe::name_of(compiled_.recipe.training.optimizer));
+    fresh_optimizer = reader->meta().optimizer != kind;
+    for (const ParallelOptimizer::Owned& o : optimizer.owned()) {
+      std::vector<ckpt::Box> boxes;
+      for (const ckpt::Segment& s : ckpt::range_segments(ckpt::shard_boxes(layout_of(*o.param, groups_)),
+                                                         o.offset, o.offset + o.numel)) {
+        boxes.push_back(s.box);
+      }
+      std::vector<float> values(size_t(o.numel));
+      auto restore = [&](const char* k, tensor::Tensor& into) {
+        const ckpt::TensorInfo* t = reader->find(k, o.param->name);
+        if (!t) throw UserError(dir_text + ": the checkpoint has no tensor " + k + "/" + o.param->name);
+        reader->read_f32(*t, boxes, values, /*zero_past_end=*/true);
+        tensor::write_floats(backend_, into, values);
+      };
+      if (config_.dtype != tensor::DType::F32) {
+        // The f32 master: saved by a 16-bit run; else the (f32) weights themselves.
+        const ckpt::TensorInfo* master = reader->find(ckpt::kMaster, o.param->name);
+        reader->read_f32(master ? *master : tensor_for(*o.param), boxes, values);
+        tensor::write_floats(backend_, *o.state.master, values);
+      }
+      if (fresh_optimizer) continue;  // moments stay zero
+      restore(adam ? ckpt::kExpAvg : ckpt::kMomentum, *o.state.moment1);
+      if (o.state.moment2->defined()) restore(ckpt::kExpAvgSq, *o.state.moment2);
+    }
+    error.clear();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (const std::string e = first_error(backend_, *groups_.world, error); !e.empty()) throw UserError(e);
+
+  const ckpt::CheckpointMeta& meta = reader->meta();
+  optimizer.set_steps(fresh_optimizer ? 0 : meta.state.optimizer_steps);
+  const auto& l = meta.layout;
+  spdlog::info("loaded checkpoint {}: iteration {}, {} samples consumed; saved under tensor {} x "
+               "pipeline {} x data {}{}, {}; {:.2f} s",
+               dir->string(), meta.state.iteration, meta.state.consumed_samples, l.tensor, l.pipeline,
+               l.data, l.distributed_optimizer ? " (distributed optimizer)" : "", meta.dtype,
+               now_s() - started);
+  if (fresh_optimizer) {
+    spdlog::warn("the checkpoint holds no {} state ({}): the optimizer starts fresh",
+                 recipe::name_of(compiled_.recipe.training.optimizer), meta.optimizer);
+  }
+  return meta;
+}
+
+}  // namespace megatron::train
