@@ -11,17 +11,18 @@
 
 #include "ckpt/format.hpp"
 #include "ckpt/hdf5.hpp"
+#include "ckpt/tensor_source.hpp"
 
 namespace megatron::ckpt {
 
-class CheckpointReader {
+class CheckpointReader : public TensorSource {
  public:
   // `dir`: a checkpoint directory (iter_NNNNNNN, holding checkpoint.h5).
   explicit CheckpointReader(std::filesystem::path dir);
 
   const std::filesystem::path& dir() const { return dir_; }
   const CheckpointMeta& meta() const { return meta_; }
-  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::vector<TensorInfo>& tensors() const override { return tensors_; }
   const TensorInfo* find(const std::string& kind, const std::string& name) const;
 
   // The rectangles `boxes` of a tensor, one after the other, in its own dtype (raw bytes:
@@ -29,7 +30,7 @@ class CheckpointReader {
   // row count (a vocabulary padded further under another tensor-parallel size) repeat its last
   // row; `zero_past_end` makes them zeros instead (optimizer moments).
   void read_raw(const TensorInfo& t, const std::vector<Box>& boxes, std::span<std::byte> out,
-                bool zero_past_end = false) const;
+                bool zero_past_end = false) const override;
   void read_f32(const TensorInfo& t, const std::vector<Box>& boxes, std::span<float> out,
                 bool zero_past_end = false) const;
 

@@ -8,6 +8,7 @@
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/directory.hpp"
+#include "ckpt/model_fields.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "parallel/scalar_reduce.hpp"
@@ -94,32 +95,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> model_fields(const model::GptConfig& c) {
-  using recipe::name_of;
-  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-  std::vector<std::pair<std::string, std::string>> f{
-      {"model.num_layers", std::to_string(c.num_layers)},
-      {"model.hidden_size", std::to_string(c.hidden)},
-      {"model.num_attention_heads", std::to_string(c.heads)},
-      {"model.num_query_groups", std::to_string(c.groups)},
-      {"model.kv_channels", std::to_string(c.head_dim)},
-      {"model.ffn_hidden_size", std::to_string(c.ffn)},
-      {"model.vocab_size", std::to_string(c.vocab)},
-      {"model.position_embedding", std::string(name_of(c.position))}};
-  if (c.position == recipe::PositionEmbedding::Learned) {
-    f.emplace_back("model.max_position_embeddings", std::to_string(c.max_positions));
-  } else {
-    f.emplace_back("model.rotary_percent", fmt::format("{}", c.rotary_percent));
-    f.emplace_back("model.rotary_base", fmt::format("{}", c.rotary_base));
-  }
-  f.emplace_back("model.normalization", std::string(name_of(c.norm)));
-  f.emplace_back("model.activation", std::string(name_of(c.activation)));
-  f.emplace_back("model.tie_embeddings", b(c.tie_embeddings));
-  f.emplace_back("model.add_bias_linear", b(c.linear_bias));
-  f.emplace_back("model.add_qkv_bias", b(c.qkv_bias));
-  return f;
-}
-
 Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
                            const parallel::ProcessGroups& groups, tensor::Backend& backend,
                            std::string recipe_text, std::vector<std::string> overrides)
@@ -180,7 +155,7 @@ void Checkpointer::save(const model::GptModel& model, ParallelOptimizer& optimiz
       .dtype = std::string(tensor::name(config_.dtype)),
       .optimizer = std::string(recipe::name_of(r.training.optimizer)),
       .seed = r.training.seed,
-      .model = model_fields(config_),
+      .model = ckpt::model_fields(config_),
       .recipe = recipe::render_yaml(compiled_),
       .recipe_original = recipe_text_,
       .overrides = text_of(overrides_),
@@ -268,7 +243,7 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
   try {
     reader.emplace(*dir);
     // Model first: a different model is the likeliest mistake, and names one field.
-    const auto mine = model_fields(config_);
+    const auto mine = ckpt::model_fields(config_);
     for (const auto& [key, value] : mine) {
       std::string theirs = "(not recorded)";
       for (const auto& [k, v] : reader->meta().model) {

@@ -18,9 +18,6 @@
 
 namespace megatron::train {
 
-// The recipe's model as a checkpoint records it, in the order loading compares it.
-std::vector<std::pair<std::string, std::string>> model_fields(const model::GptConfig& config);
-
 class Checkpointer {
  public:
   Checkpointer(const recipe::CompiledRecipe& compiled, const parallel::ProcessGroups& groups,
