@@ -66,29 +66,37 @@ void sync_path(const std::filesystem::path& path) {
   if (rc != 0) throw RuntimeFailure("cannot sync " + path.string() + " to disk");
 }
 
-void write_rank_file(const std::filesystem::path& dir, int rank, const std::vector<Piece>& pieces) {
-  const std::filesystem::path path = dir / rank_file_name(rank);
-  {
-    h5::Handle file = h5::create_file(path);
-    h5::set_attr(file.id(), "format", std::string("megatron-checkpoint-shard"));
-    h5::set_attr(file.id(), "format_version", kFormatVersion);
-    h5::set_attr(file.id(), "rank", int64_t(rank));
-    for (const Piece& p : pieces) {
-      h5::Handle d = h5::write_vector(file.id(), "/" + p.kind + "/" + p.name, p.dtype,
-                                      p.bytes.data(), p.numel());
-      h5::set_attr(d.id(), "global_shape", p.layout.global_shape);
-      h5::set_attr(d.id(), "split", split_name(p.layout.split));
-      h5::set_attr(d.id(), "parts", p.layout.parts);
-      h5::set_attr(d.id(), "tp_rank", p.layout.tp_rank);
-      h5::set_attr(d.id(), "tp_size", p.layout.tp_size);
-      h5::set_attr(d.id(), "shard_offset", p.offset);
-      h5::set_attr(d.id(), "crc32", int64_t(crc_of(p.bytes)));
-    }
-    if (H5Fflush(file.id(), H5F_SCOPE_GLOBAL) < 0) {
-      throw RuntimeFailure("cannot write " + path.string() + " (disk full?)");
-    }
+RankFileWriter::RankFileWriter(const std::filesystem::path& dir, int rank)
+    : path_(dir / rank_file_name(rank)), file_(h5::create_file(path_)) {
+  h5::set_attr(file_.id(), "format", std::string("megatron-checkpoint-shard"));
+  h5::set_attr(file_.id(), "format_version", kFormatVersion);
+  h5::set_attr(file_.id(), "rank", int64_t(rank));
+}
+
+void RankFileWriter::add(const Piece& p) {
+  h5::Handle d = h5::write_vector(file_.id(), "/" + p.kind + "/" + p.name, p.dtype, p.bytes.data(),
+                                  p.numel());
+  h5::set_attr(d.id(), "global_shape", p.layout.global_shape);
+  h5::set_attr(d.id(), "split", split_name(p.layout.split));
+  h5::set_attr(d.id(), "parts", p.layout.parts);
+  h5::set_attr(d.id(), "tp_rank", p.layout.tp_rank);
+  h5::set_attr(d.id(), "tp_size", p.layout.tp_size);
+  h5::set_attr(d.id(), "shard_offset", p.offset);
+  h5::set_attr(d.id(), "crc32", int64_t(crc_of(p.bytes)));
+}
+
+void RankFileWriter::finish() {
+  if (H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0) {
+    throw RuntimeFailure("cannot write " + path_.string() + " (disk full?)");
   }
-  sync_path(path);
+  file_ = h5::Handle();
+  sync_path(path_);
+}
+
+void write_rank_file(const std::filesystem::path& dir, int rank, const std::vector<Piece>& pieces) {
+  RankFileWriter writer(dir, rank);
+  for (const Piece& p : pieces) writer.add(p);
+  writer.finish();
 }
 
 void write_meta(hid_t file, const CheckpointMeta& m) {

@@ -13,7 +13,19 @@ namespace megatron::ckpt {
 
 std::string rank_file_name(int rank);  // rank_00003.h5
 
-// Writes dir/rank_NNNNN.h5 holding `pieces`, each with its CRC-32, and syncs it to disk.
+// Writes dir/rank_NNNNN.h5 piece by piece, each with its CRC-32; finish() syncs it to disk.
+class RankFileWriter {
+ public:
+  RankFileWriter(const std::filesystem::path& dir, int rank);
+  void add(const Piece& piece);
+  void finish();
+
+ private:
+  std::filesystem::path path_;
+  h5::Handle file_;
+};
+
+// The whole file at once.
 void write_rank_file(const std::filesystem::path& dir, int rank, const std::vector<Piece>& pieces);
 
 // Writes dir/checkpoint.h5: `meta` as attributes, and for every tensor the rank files hold a

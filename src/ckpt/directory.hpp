@@ -18,8 +18,8 @@ std::filesystem::path staging_dir(const std::filesystem::path& save, int64_t ite
 // save/latest name it (written to a temporary file, synced, renamed over the old one).
 std::filesystem::path publish(const std::filesystem::path& save, int64_t iteration);
 
-// Removes all but the newest `keep` complete checkpoints (never the one latest names), and
-// staging directories that an interrupted save left behind.
+// Removes staging directories that an interrupted save left behind and, when keep > 0, all but
+// the newest `keep` complete checkpoints (never the one latest names).
 void prune(const std::filesystem::path& save, int64_t keep);
 
 // The checkpoint `path` names: a checkpoint directory itself (it holds checkpoint.h5), or a save

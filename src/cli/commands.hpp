@@ -19,6 +19,8 @@ void add_run_command(CLI::App& app, Actions& actions);
 void add_data_pipeline_commands(CLI::App& app, Actions& actions);
 // tokenizer train
 void add_tokenizer_command(CLI::App& app, Actions& actions);
+// `megatron convert` and `megatron ckpt inspect` (ckpt_commands.cpp).
+void add_checkpoint_commands(CLI::App& app, Actions& actions);
 void print_version();
 
 }  // namespace megatron::cli

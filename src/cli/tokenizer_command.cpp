@@ -10,28 +10,13 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/progress_line.hpp"
 #include "data/bpe_trainer.hpp"
 #include "data/bpe_word_counts.hpp"
 #include "data/gpt2_bpe_writer.hpp"
 
 namespace megatron::cli {
 namespace {
-
-// Progress on stderr: a live line on a terminal, a line every 10 s in logs; the last line of
-// each phase always, so that logs keep its totals and rate.
-class ProgressLine {
- public:
-  void operator()(const std::string& text, double seconds, bool last = false) {
-    if (!tty_ && !last && seconds - last_printed_ < 10) return;
-    last_printed_ = seconds;
-    std::cerr << (tty_ ? "\r" : "") << text << (tty_ ? "\033[K" : "\n") << std::flush;
-    if (tty_ && last) std::cerr << "\n";
-  }
-
- private:
-  bool tty_ = ::isatty(STDERR_FILENO) != 0;
-  double last_printed_ = 0;  // in logs, a short run prints only its last lines
-};
 
 void add_train(CLI::App& group, Actions& actions) {
   struct Args {

@@ -11,7 +11,8 @@ namespace megatron::dist {
 namespace {
 
 constexpr std::string_view kForm =
-    "expected kill:rank=R:iteration=I or hang:rank=R:iteration=I (R, I whole numbers)";
+    "expected kill:rank=R:iteration=I, hang:rank=R:iteration=I or "
+    "kill_during_save:rank=R:iteration=I (R, I whole numbers)";
 
 [[noreturn]] void malformed(std::string_view text) {
   throw UserError("MEGATRON_FAULT=" + std::string(text) + ": " + std::string(kForm));
@@ -37,12 +38,16 @@ std::optional<Fault> parse_fault(std::string_view text) {
   std::string_view rest = text;
   if (rest.starts_with("kill:")) {
     fault.kind = Fault::Kind::Kill;
+    rest.remove_prefix(5);
   } else if (rest.starts_with("hang:")) {
     fault.kind = Fault::Kind::Hang;
+    rest.remove_prefix(5);
+  } else if (rest.starts_with("kill_during_save:")) {
+    fault.kind = Fault::Kind::KillDuringSave;
+    rest.remove_prefix(17);
   } else {
     malformed(text);
   }
-  rest.remove_prefix(5);
   if (!take_field(rest, "rank", fault.rank) || !take_field(rest, "iteration", fault.iteration) ||
       !rest.empty() || text.ends_with(':')) {
     malformed(text);
@@ -55,7 +60,18 @@ void inject_fault(int world_rank, int64_t iteration) {
   if (!value) return;
   const std::optional<Fault> fault = parse_fault(value);
   if (!fault || fault->rank != world_rank || fault->iteration != iteration) return;
-  std::raise(fault->kind == Fault::Kind::Kill ? SIGKILL : SIGSTOP);
+  if (fault->kind == Fault::Kind::Kill) std::raise(SIGKILL);
+  if (fault->kind == Fault::Kind::Hang) std::raise(SIGSTOP);
+}
+
+void inject_save_fault(int world_rank, int64_t iteration) {
+  const char* value = std::getenv("MEGATRON_FAULT");
+  if (!value) return;
+  const std::optional<Fault> fault = parse_fault(value);
+  if (fault && fault->kind == Fault::Kind::KillDuringSave && fault->rank == world_rank &&
+      fault->iteration == iteration) {
+    std::raise(SIGKILL);
+  }
 }
 
 }  // namespace megatron::dist

@@ -11,6 +11,7 @@
 #include "ckpt/model_fields.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "dist/fault_injection.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
 #include "recipe/render.hpp"
@@ -211,11 +212,12 @@ void Checkpointer::publish() {
   if (!error.empty()) {
     throw RuntimeFailure(fmt::format("saving the checkpoint of iteration {} failed: {}", iteration, error));
   }
+  dist::inject_save_fault(groups_.world_rank, iteration);
   if (groups_.world_rank != 0) return;
   const fs::path staging = ckpt::staging_dir(*save_dir_, iteration);
   ckpt::write_index(staging, job.meta);
   const fs::path final_dir = ckpt::publish(*save_dir_, iteration);
-  if (compiled_.recipe.checkpoint.keep_last) ckpt::prune(*save_dir_, *compiled_.recipe.checkpoint.keep_last);
+  ckpt::prune(*save_dir_, compiled_.recipe.checkpoint.keep_last.value_or(0));
   spdlog::info("saved checkpoint {} ({} rank file{}, {:.1f} MiB from rank 0, {:.2f} s)",
                final_dir.string(), job.meta.layout.world, job.meta.layout.world == 1 ? "" : "s",
                double(job.bytes) / 1048576.0, now_s() - job.started_s);

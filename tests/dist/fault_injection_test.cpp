@@ -22,6 +22,14 @@ TEST(FaultInjection, ParsesKillAndHang) {
   EXPECT_EQ(hang->iteration, 40'000'000'000);
 }
 
+TEST(FaultInjection, ParsesKillDuringSave) {
+  const auto fault = parse_fault("kill_during_save:rank=0:iteration=4");
+  ASSERT_TRUE(fault.has_value());
+  EXPECT_EQ(fault->kind, Fault::Kind::KillDuringSave);
+  EXPECT_EQ(fault->rank, 0);
+  EXPECT_EQ(fault->iteration, 4);
+}
+
 TEST(FaultInjection, EmptyMeansNoFault) { EXPECT_FALSE(parse_fault("").has_value()); }
 
 TEST(FaultInjection, MalformedValuesNameTheExpectedForm) {

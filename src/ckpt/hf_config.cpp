@@ -1,0 +1,251 @@
+#include "ckpt/hf_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "recipe/enum_names.hpp"
+
+namespace megatron::ckpt {
+
+using recipe::Activation;
+using recipe::Norm;
+using recipe::PositionEmbedding;
+
+namespace {
+
+constexpr int64_t kVocabMultiple = 128;  // model.make_vocab_size_divisible_by's default
+constexpr int64_t kMaxSeqLength = 2048;  // the imported recipe's data.seq_length at most
+
+// Checks one field of `c` against what `arch` needs; the message names the recipe key.
+void need(bool ok, std::string_view key, const std::string& value, HfArch arch,
+          std::string_view why, std::string_view wanted) {
+  if (ok) return;
+  throw UserError(fmt::format(
+      "no Hugging Face architecture matches this model: {} is {}, but {} (the architecture for "
+      "{}) needs {}",
+      key, value, architecture_name(arch), why, wanted));
+}
+
+std::string text(bool v) { return v ? "true" : "false"; }
+
+std::string torch_dtype(tensor::DType dtype) {
+  switch (dtype) {
+    case tensor::DType::Bf16: return "bfloat16";
+    case tensor::DType::F16: return "float16";
+    default: return "float32";
+  }
+}
+
+// Reads config.json keys with the defaults transformers' config classes give them.
+class Keys {
+ public:
+  Keys(const nlohmann::json& j, const std::string& where) : j_(j), where_(where) {}
+  template <class T>
+  T get(const std::string& key, std::optional<T> fallback = std::nullopt) const {
+    if (!j_.contains(key) || j_.at(key).is_null()) {
+      if (fallback) return *fallback;
+      throw UserError(fmt::format("{}: {} is missing", where_, key));
+    }
+    try {
+      return j_.at(key).get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw UserError(fmt::format("{}: {} has the wrong type ({})", where_, key, j_.at(key).dump()));
+    }
+  }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  // A setting the engine has no counterpart for: only its neutral value is accepted.
+  template <class T>
+  void neutral(const std::string& key, const T& value) const {
+    if (has(key) && j_.at(key) != nlohmann::json(value)) {
+      throw UserError(fmt::format("{}: {} = {} is not supported (the engine computes {} = {})",
+                                  where_, key, j_.at(key).dump(), key,
+                                  nlohmann::json(value).dump()));
+    }
+  }
+  [[noreturn]] void bad(const std::string& key, const std::string& why) const {
+    throw UserError(fmt::format("{}: {} = {}: {}", where_, key, j_.at(key).dump(), why));
+  }
+
+ private:
+  const nlohmann::json& j_;
+  const std::string& where_;
+};
+
+int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+model::GptConfig gpt2_from(const Keys& k) {
+  model::GptConfig c;
+  c.num_layers = k.get<int64_t>("n_layer");
+  c.hidden = k.get<int64_t>("n_embd");
+  c.heads = k.get<int64_t>("n_head");
+  if (c.heads <= 0 || c.hidden % c.heads != 0) k.bad("n_head", "must divide n_embd");
+  c.groups = c.heads;
+  c.head_dim = c.hidden / c.heads;
+  c.ffn = k.get<int64_t>("n_inner", 4 * c.hidden);
+  c.vocab = k.get<int64_t>("vocab_size");
+  c.max_positions = k.get<int64_t>("n_positions");
+  c.position = PositionEmbedding::Learned;
+  c.norm = Norm::LayerNorm;
+  c.norm_eps = k.get<double>("layer_norm_epsilon", 1e-5);
+  const auto act = k.get<std::string>("activation_function", std::string("gelu_new"));
+  // gelu_new and gelu_pytorch_tanh are both the tanh approximation (different code, same math).
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") {
+    c.activation = Activation::GeluTanh;
+  } else if (act == "gelu") {
+    c.activation = Activation::Gelu;
+  } else {
+    k.bad("activation_function", "the engine computes gelu and gelu_new (tanh) only");
+  }
+  c.tie_embeddings = k.get<bool>("tie_word_embeddings", true);
+  c.linear_bias = c.qkv_bias = true;
+  c.hidden_dropout = k.get<double>("resid_pdrop", 0.1);
+  c.attention_dropout = k.get<double>("attn_pdrop", 0.1);
+  c.init_std = k.get<double>("initializer_range", 0.02);
+  k.neutral("scale_attn_weights", true);
+  k.neutral("scale_attn_by_inverse_layer_idx", false);
+  k.neutral("add_cross_attention", false);
+  return c;
+}
+
+model::GptConfig llama_from(const Keys& k) {
+  model::GptConfig c;
+  c.num_layers = k.get<int64_t>("num_hidden_layers");
+  c.hidden = k.get<int64_t>("hidden_size");
+  c.heads = k.get<int64_t>("num_attention_heads");
+  c.groups = k.get<int64_t>("num_key_value_heads", c.heads);
+  if (c.groups <= 0 || c.heads % c.groups != 0) {
+    k.bad("num_key_value_heads", "must divide num_attention_heads");
+  }
+  if (!k.has("head_dim") && c.hidden % c.heads != 0) {
+    k.bad("num_attention_heads", "must divide hidden_size");
+  }
+  c.head_dim = k.get<int64_t>("head_dim", c.hidden / c.heads);
+  c.ffn = k.get<int64_t>("intermediate_size");
+  c.vocab = k.get<int64_t>("vocab_size");
+  c.max_positions = k.get<int64_t>("max_position_embeddings", 2048);
+  c.position = PositionEmbedding::Rotary;
+  c.rotary_base = k.get<double>("rope_theta", 10000.0);
+  c.rotary_percent = 1.0;
+  c.norm = Norm::RmsNorm;
+  c.norm_eps = k.get<double>("rms_norm_eps", 1e-6);
+  c.activation = Activation::Swiglu;
+  c.tie_embeddings = k.get<bool>("tie_word_embeddings", false);
+  c.linear_bias = c.qkv_bias = false;
+  c.hidden_dropout = 0.0;
+  c.attention_dropout = k.get<double>("attention_dropout", 0.0);
+  c.init_std = k.get<double>("initializer_range", 0.02);
+  k.neutral("hidden_act", "silu");
+  k.neutral("attention_bias", false);
+  k.neutral("mlp_bias", false);
+  k.neutral("partial_rotary_factor", 1.0);
+  if (k.has("rope_scaling")) k.bad("rope_scaling", "scaled rotary positions are not supported");
+  return c;
+}
+
+}  // namespace
+
+HfArch hf_architecture(const model::GptConfig& c) {
+  using recipe::name_of;
+  if (c.position == PositionEmbedding::Learned) {
+    const HfArch a = HfArch::Gpt2;
+    const char* why = "learned position embeddings";
+    need(c.norm == Norm::LayerNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
+         "layernorm");
+    need(c.activation != Activation::Swiglu, "model.activation",
+         std::string(name_of(c.activation)), a, why, "gelu or gelu_tanh");
+    need(c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "true");
+    need(c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, why, "true");
+    need(c.groups == c.heads, "model.num_query_groups", std::to_string(c.groups), a, why,
+         fmt::format("{} (model.num_attention_heads: no grouped-query attention)", c.heads));
+    need(c.heads * c.head_dim == c.hidden, "model.kv_channels", std::to_string(c.head_dim), a,
+         why, fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
+    return a;
+  }
+  const HfArch a = HfArch::Llama;
+  const char* why = "rotary position embeddings";
+  need(c.rotary_percent == 1.0, "model.rotary_percent", fmt::format("{}", c.rotary_percent), a,
+       why, "1.0");
+  need(c.norm == Norm::RmsNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
+       "rmsnorm");
+  need(c.activation == Activation::Swiglu, "model.activation", std::string(name_of(c.activation)),
+       a, why, "swiglu");
+  need(!c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "false");
+  need(!c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, why, "false");
+  return a;
+}
+
+nlohmann::json hf_config_json(HfArch arch, const model::GptConfig& c, tensor::DType dtype) {
+  nlohmann::ordered_json j;
+  j["architectures"] = {std::string(architecture_name(arch))};
+  if (arch == HfArch::Gpt2) {
+    j["model_type"] = "gpt2";
+    j["vocab_size"] = c.vocab;
+    j["n_positions"] = c.max_positions;
+    j["n_embd"] = c.hidden;
+    j["n_layer"] = c.num_layers;
+    j["n_head"] = c.heads;
+    j["n_inner"] = c.ffn;
+    j["activation_function"] = c.activation == Activation::GeluTanh ? "gelu_new" : "gelu";
+    j["resid_pdrop"] = c.hidden_dropout;
+    j["embd_pdrop"] = c.hidden_dropout;
+    j["attn_pdrop"] = c.attention_dropout;
+    j["layer_norm_epsilon"] = c.norm_eps;
+    j["initializer_range"] = c.init_std;
+    j["scale_attn_weights"] = true;
+    j["scale_attn_by_inverse_layer_idx"] = false;
+    j["reorder_and_upcast_attn"] = false;
+  } else {
+    j["model_type"] = "llama";
+    j["vocab_size"] = c.vocab;
+    j["hidden_size"] = c.hidden;
+    j["intermediate_size"] = c.ffn;
+    j["num_hidden_layers"] = c.num_layers;
+    j["num_attention_heads"] = c.heads;
+    j["num_key_value_heads"] = c.groups;
+    // Read by transformers >= 4.45; older versions derive hidden / heads, which is the same
+    // number for every model whose kv_channels is the default.
+    j["head_dim"] = c.head_dim;
+    j["hidden_act"] = "silu";
+    j["max_position_embeddings"] = c.max_positions;
+    j["rms_norm_eps"] = c.norm_eps;
+    j["rope_theta"] = c.rotary_base;
+    j["rope_scaling"] = nullptr;
+    j["attention_bias"] = false;
+    j["mlp_bias"] = false;
+    j["attention_dropout"] = c.attention_dropout;
+    j["initializer_range"] = c.init_std;
+    j["pretraining_tp"] = 1;
+  }
+  j["tie_word_embeddings"] = c.tie_embeddings;
+  j["torch_dtype"] = torch_dtype(dtype);
+  j["use_cache"] = true;
+  return j;
+}
+
+HfModel hf_model_from_config(const nlohmann::json& config, const std::string& where) {
+  const Keys k(config, where);
+  const auto type = k.get<std::string>("model_type", std::string());
+  HfModel m;
+  if (type == "gpt2") {
+    m.arch = HfArch::Gpt2;
+    m.config = gpt2_from(k);
+  } else if (type == "llama") {
+    m.arch = HfArch::Llama;
+    m.config = llama_from(k);
+  } else {
+    throw UserError(fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)",
+                                where, type));
+  }
+  model::GptConfig& c = m.config;
+  if (c.num_layers <= 0 || c.hidden <= 0 || c.ffn <= 0 || c.vocab <= 0 || c.max_positions <= 0) {
+    throw UserError(where + ": layers, hidden size, ffn size, vocabulary and positions must be "
+                            "positive");
+  }
+  c.padded_vocab = round_up(c.vocab, kVocabMultiple);
+  c.seq_length = std::min(c.max_positions, kMaxSeqLength);
+  return m;
+}
+
+}  // namespace megatron::ckpt

@@ -1,0 +1,127 @@
+#include "ckpt/hf_layout.hpp"
+
+namespace megatron::ckpt {
+
+std::string_view architecture_name(HfArch arch) {
+  return arch == HfArch::Gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
+}
+
+namespace {
+
+class Builder {
+ public:
+  explicit Builder(HfArch arch) { layout_.arch = arch; }
+
+  size_t hf(std::string name, std::vector<int64_t> shape, bool transposed = false) {
+    layout_.hf.push_back({.name = std::move(name), .shape = std::move(shape), .transposed = transposed});
+    return layout_.hf.size() - 1;
+  }
+  // A megatron tensor that is one Hugging Face tensor whole (`rows` of it: the vocabulary).
+  void same(std::string name, std::vector<int64_t> shape, Split split, size_t hf_index) {
+    add(std::move(name), std::move(shape), split, 1, {{hf_index, 0, layout_.hf[hf_index].rows()}});
+  }
+  void add(std::string name, std::vector<int64_t> shape, Split split, int64_t parts,
+           std::vector<HfRows> blocks) {
+    layout_.megatron.push_back({.name = std::move(name), .shape = std::move(shape), .split = split,
+                                .parts = parts, .blocks = std::move(blocks)});
+  }
+  HfLayout take() { return std::move(layout_); }
+
+ private:
+  HfLayout layout_;
+};
+
+// Megatron's fused qkv rows go group by group: the group's query heads, its key head, then its
+// value head (see Layout::query_column in tensor/cpu_attention.cpp). Hugging Face keeps all
+// queries, all keys, all values apart (Llama: three tensors; GPT-2: three thirds of c_attn).
+std::vector<HfRows> qkv_blocks(const model::GptConfig& c, HfRows q, HfRows k, HfRows v) {
+  const int64_t per_group = c.heads / c.groups, d = c.head_dim;
+  std::vector<HfRows> blocks;
+  for (int64_t g = 0; g < c.groups; ++g) {
+    blocks.push_back({q.hf, q.row0 + g * per_group * d, per_group * d});
+    blocks.push_back({k.hf, k.row0 + g * d, d});
+    blocks.push_back({v.hf, v.row0 + g * d, d});
+  }
+  return blocks;
+}
+
+std::string layer(int64_t i) { return "decoder.layers." + std::to_string(i) + "."; }
+
+HfLayout gpt2(const model::GptConfig& c) {
+  Builder b(HfArch::Gpt2);
+  const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
+  b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows,
+         b.hf("transformer.wte.weight", {c.vocab, h}));
+  b.same("embedding.position_embeddings.weight", {c.max_positions, h}, Split::None,
+         b.hf("transformer.wpe.weight", {c.max_positions, h}));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string m = layer(i), t = "transformer.h." + std::to_string(i) + ".";
+    b.same(m + "input_layernorm.weight", {h}, Split::None, b.hf(t + "ln_1.weight", {h}));
+    b.same(m + "input_layernorm.bias", {h}, Split::None, b.hf(t + "ln_1.bias", {h}));
+    const size_t w = b.hf(t + "attn.c_attn.weight", {h, q + 2 * kv}, true);
+    b.add(m + "self_attention.linear_qkv.weight", {q + 2 * kv, h}, Split::Rows, 1,
+          qkv_blocks(c, {w, 0, q}, {w, q, kv}, {w, q + kv, kv}));
+    const size_t bias = b.hf(t + "attn.c_attn.bias", {q + 2 * kv});
+    b.add(m + "self_attention.linear_qkv.bias", {q + 2 * kv}, Split::Rows, 1,
+          qkv_blocks(c, {bias, 0, q}, {bias, q, kv}, {bias, q + kv, kv}));
+    b.same(m + "self_attention.linear_proj.weight", {h, q}, Split::Columns,
+           b.hf(t + "attn.c_proj.weight", {q, h}, true));
+    b.same(m + "self_attention.linear_proj.bias", {h}, Split::None, b.hf(t + "attn.c_proj.bias", {h}));
+    b.same(m + "pre_mlp_layernorm.weight", {h}, Split::None, b.hf(t + "ln_2.weight", {h}));
+    b.same(m + "pre_mlp_layernorm.bias", {h}, Split::None, b.hf(t + "ln_2.bias", {h}));
+    b.same(m + "mlp.linear_fc1.weight", {c.ffn, h}, Split::Rows,
+           b.hf(t + "mlp.c_fc.weight", {h, c.ffn}, true));
+    b.same(m + "mlp.linear_fc1.bias", {c.ffn}, Split::Rows, b.hf(t + "mlp.c_fc.bias", {c.ffn}));
+    b.same(m + "mlp.linear_fc2.weight", {h, c.ffn}, Split::Columns,
+           b.hf(t + "mlp.c_proj.weight", {c.ffn, h}, true));
+    b.same(m + "mlp.linear_fc2.bias", {h}, Split::None, b.hf(t + "mlp.c_proj.bias", {h}));
+  }
+  b.same("decoder.final_layernorm.weight", {h}, Split::None, b.hf("transformer.ln_f.weight", {h}));
+  b.same("decoder.final_layernorm.bias", {h}, Split::None, b.hf("transformer.ln_f.bias", {h}));
+  if (!c.tie_embeddings) {
+    b.same("output_layer.weight", {c.padded_vocab, h}, Split::Rows,
+           b.hf("lm_head.weight", {c.vocab, h}));
+  }
+  return b.take();
+}
+
+HfLayout llama(const model::GptConfig& c) {
+  Builder b(HfArch::Llama);
+  const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
+  b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows,
+         b.hf("model.embed_tokens.weight", {c.vocab, h}));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string m = layer(i), t = "model.layers." + std::to_string(i) + ".";
+    b.same(m + "input_layernorm.weight", {h}, Split::None, b.hf(t + "input_layernorm.weight", {h}));
+    const size_t qw = b.hf(t + "self_attn.q_proj.weight", {q, h});
+    const size_t kw = b.hf(t + "self_attn.k_proj.weight", {kv, h});
+    const size_t vw = b.hf(t + "self_attn.v_proj.weight", {kv, h});
+    b.add(m + "self_attention.linear_qkv.weight", {q + 2 * kv, h}, Split::Rows, 1,
+          qkv_blocks(c, {qw, 0, q}, {kw, 0, kv}, {vw, 0, kv}));
+    b.same(m + "self_attention.linear_proj.weight", {h, q}, Split::Columns,
+           b.hf(t + "self_attn.o_proj.weight", {h, q}));
+    b.same(m + "pre_mlp_layernorm.weight", {h}, Split::None,
+           b.hf(t + "post_attention_layernorm.weight", {h}));
+    // SwiGLU's fc1 is [gate; up]: the backend's swiglu takes the first half as the gate.
+    const size_t gate = b.hf(t + "mlp.gate_proj.weight", {c.ffn, h});
+    const size_t up = b.hf(t + "mlp.up_proj.weight", {c.ffn, h});
+    b.add(m + "mlp.linear_fc1.weight", {2 * c.ffn, h}, Split::Rows, 2,
+          {{gate, 0, c.ffn}, {up, 0, c.ffn}});
+    b.same(m + "mlp.linear_fc2.weight", {h, c.ffn}, Split::Columns,
+           b.hf(t + "mlp.down_proj.weight", {h, c.ffn}));
+  }
+  b.same("decoder.final_layernorm.weight", {h}, Split::None, b.hf("model.norm.weight", {h}));
+  if (!c.tie_embeddings) {
+    b.same("output_layer.weight", {c.padded_vocab, h}, Split::Rows,
+           b.hf("lm_head.weight", {c.vocab, h}));
+  }
+  return b.take();
+}
+
+}  // namespace
+
+HfLayout hf_layout(HfArch arch, const model::GptConfig& c) {
+  return arch == HfArch::Gpt2 ? gpt2(c) : llama(c);
+}
+
+}  // namespace megatron::ckpt

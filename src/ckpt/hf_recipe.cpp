@@ -1,0 +1,159 @@
+#include "ckpt/hf_recipe.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/error.hpp"
+#include "recipe/enum_names.hpp"
+
+namespace megatron::ckpt {
+
+using recipe::name_of;
+
+std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::string& source) {
+  const model::GptConfig& c = m.config;
+  const bool rotary = c.position == recipe::PositionEmbedding::Rotary;
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  std::string y = fmt::format(
+      "# Imported from Hugging Face {} ({}). Every model key is explicit; the data is mock\n"
+      "# and the schedule a short fine-tuning run: set data.prefixes and training.* to train.\n",
+      source, architecture_name(m.arch));
+  y += "model:\n  arch: gpt\n";
+  y += fmt::format("  num_layers: {}\n  hidden_size: {}\n  num_attention_heads: {}\n", c.num_layers,
+                   c.hidden, c.heads);
+  y += fmt::format("  num_query_groups: {}\n  kv_channels: {}\n  ffn_hidden_size: {}\n", c.groups,
+                   c.head_dim, c.ffn);
+  y += fmt::format("  vocab_size: {}\n  make_vocab_size_divisible_by: 128\n", c.vocab);
+  y += fmt::format("  max_position_embeddings: {}\n  position_embedding: {}\n", c.max_positions,
+                   name_of(c.position));
+  if (rotary) {
+    y += fmt::format("  rotary_base: {}\n  rotary_percent: {}\n", c.rotary_base, c.rotary_percent);
+  }
+  y += fmt::format("  normalization: {}\n  norm_epsilon: {}\n  activation: {}\n", name_of(c.norm),
+                   c.norm_eps, name_of(c.activation));
+  y += fmt::format("  tie_embeddings: {}\n  add_bias_linear: {}\n  add_qkv_bias: {}\n",
+                   b(c.tie_embeddings), b(c.linear_bias), b(c.qkv_bias));
+  y += fmt::format("  hidden_dropout: {}\n  attention_dropout: {}\n  init_method_std: {}\n",
+                   c.hidden_dropout, c.attention_dropout, c.init_std);
+  y += fmt::format("data:\n  seq_length: {}\n  tokenizer: {}\n  mock: true\n", c.seq_length,
+                   rotary ? "sentencepiece" : "gpt2-bpe");
+  y += fmt::format("precision:\n  dtype: {}\n", tensor::name(dtype));
+  y += "training:\n"
+       "  micro_batch_size: 1\n"
+       "  global_batch_size: 8\n"
+       "  train_iters: 100\n"
+       "  optimizer: adamw\n"
+       "  lr: 1.0e-5\n"
+       "  min_lr: 1.0e-6\n"
+       "  lr_decay_style: cosine\n"
+       "  lr_warmup_iters: 10\n"
+       "  weight_decay: 0.1\n"
+       "  clip_grad: 1.0\n"
+       "  seed: 1234\n"
+       "cluster:\n"
+       "  nodes: 1\n"
+       "  gpus_per_node: 1\n"
+       "  hardware: cpu\n";
+  return y;
+}
+
+namespace {
+
+class Fields {
+ public:
+  explicit Fields(const CheckpointMeta& meta) : fields_(meta.model.begin(), meta.model.end()) {}
+  const std::string& text(const std::string& key) const {
+    const auto it = fields_.find(key);
+    if (it == fields_.end()) throw UserError("checkpoint metadata has no model field " + key);
+    return it->second;
+  }
+  int64_t integer(const std::string& key) const {
+    try {
+      return std::stoll(text(key));
+    } catch (const std::logic_error&) {
+      throw UserError(fmt::format("checkpoint field {} = \"{}\" is not an integer", key, text(key)));
+    }
+  }
+  double number(const std::string& key) const {
+    try {
+      return std::stod(text(key));
+    } catch (const std::logic_error&) {
+      throw UserError(fmt::format("checkpoint field {} = \"{}\" is not a number", key, text(key)));
+    }
+  }
+  bool flag(const std::string& key) const {
+    if (text(key) == "true") return true;
+    if (text(key) == "false") return false;
+    throw UserError(fmt::format("checkpoint field {} = \"{}\" is not true/false", key, text(key)));
+  }
+  template <class E>
+  E choice(const std::string& key) const {
+    if (auto v = recipe::parse_enum<E>(text(key))) return *v;
+    throw UserError(fmt::format("checkpoint field {} = \"{}\" is not a known value", key, text(key)));
+  }
+
+ private:
+  std::map<std::string, std::string> fields_;
+};
+
+// A scalar of the stored recipe, or `fallback` where it is absent or null (older recipes).
+template <class T>
+T recipe_value(const YAML::Node& recipe, const char* section, const char* key, T fallback) {
+  const YAML::Node node = recipe[section] ? recipe[section][key] : YAML::Node();
+  if (!node || node.IsNull()) return fallback;
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw UserError(fmt::format("checkpoint recipe: {}.{} = {} is not readable", section, key,
+                                YAML::Dump(node)));
+  }
+}
+
+}  // namespace
+
+model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded_vocab) {
+  const Fields f(meta);
+  YAML::Node recipe;
+  try {
+    recipe = YAML::Load(meta.recipe);
+  } catch (const YAML::Exception& e) {
+    throw UserError(std::string("checkpoint recipe is not YAML: ") + e.what());
+  }
+  if (!recipe.IsMap()) recipe = YAML::Node(YAML::NodeType::Map);
+  model::GptConfig c;
+  c.num_layers = f.integer("model.num_layers");
+  c.hidden = f.integer("model.hidden_size");
+  c.heads = f.integer("model.num_attention_heads");
+  c.groups = f.integer("model.num_query_groups");
+  c.head_dim = f.integer("model.kv_channels");
+  c.ffn = f.integer("model.ffn_hidden_size");
+  c.vocab = f.integer("model.vocab_size");
+  c.padded_vocab = padded_vocab;
+  c.position = f.choice<recipe::PositionEmbedding>("model.position_embedding");
+  c.seq_length = recipe_value<int64_t>(recipe, "data", "seq_length", 0);
+  if (c.position == recipe::PositionEmbedding::Learned) {
+    c.max_positions = f.integer("model.max_position_embeddings");
+  } else {
+    c.rotary_percent = f.number("model.rotary_percent");
+    c.rotary_base = f.number("model.rotary_base");
+    // Rotary positions have no table: the recipe's limit (else its sequence length) is what
+    // Hugging Face's max_position_embeddings means.
+    c.max_positions = recipe_value<int64_t>(recipe, "model", "max_position_embeddings", c.seq_length);
+    if (c.max_positions <= 0) c.max_positions = 2048;  // a recipe-less checkpoint: Llama's default
+  }
+  c.norm = f.choice<recipe::Norm>("model.normalization");
+  c.activation = f.choice<recipe::Activation>("model.activation");
+  c.tie_embeddings = f.flag("model.tie_embeddings");
+  c.linear_bias = f.flag("model.add_bias_linear");
+  c.qkv_bias = f.flag("model.add_qkv_bias");
+  c.norm_eps = recipe_value<double>(recipe, "model", "norm_epsilon", 1e-5);
+  c.hidden_dropout = recipe_value<double>(recipe, "model", "hidden_dropout", 0.0);
+  c.attention_dropout = recipe_value<double>(recipe, "model", "attention_dropout", 0.0);
+  c.init_std = recipe_value<double>(recipe, "model", "init_method_std", 0.02);
+  return c;
+}
+
+}  // namespace megatron::ckpt

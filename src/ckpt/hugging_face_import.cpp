@@ -1,0 +1,212 @@
+// HuggingFaceSource (hugging_face.hpp): a Hugging Face directory read as megatron tensors.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "ckpt/hf_recipe.hpp"
+#include "ckpt/hugging_face.hpp"
+#include "ckpt/model_fields.hpp"
+#include "ckpt/raw_elements.hpp"
+#include "core/build_info.hpp"
+#include "core/error.hpp"
+
+namespace megatron::ckpt {
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read " + path.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
+  }
+}
+
+// Tensors a file may hold that are not weights: GPT-2's causal-mask buffers and older Llama
+// saves' rotary frequencies (both recomputed from the config).
+bool is_buffer(HfArch arch, const std::string& name) {
+  auto ends_with = [&](std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (arch == HfArch::Gpt2) return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+  return ends_with(".rotary_emb.inv_freq");
+}
+
+}  // namespace
+
+HuggingFaceSource::HuggingFaceSource(const fs::path& dir) : dir_(dir) {
+  const fs::path config_path = dir_ / "config.json";
+  const HfModel model = hf_model_from_config(read_json(config_path), config_path.string());
+  config_ = model.config;
+  layout_ = hf_layout(model.arch, config_);
+  open_files(dir_);
+  locate_tensors();
+
+  // One dtype for the whole model (a checkpoint has one); a mixed file is presented in f32.
+  std::set<tensor::DType> dtypes;
+  for (const Located& l : located_) dtypes.insert(*l.entry->dtype);
+  dtype_ = dtypes.size() == 1 ? *dtypes.begin() : tensor::DType::F32;
+  config_.dtype = dtype_;
+  for (size_t i = 0; i < layout_.megatron.size(); ++i) {
+    const MegatronTensor& m = layout_.megatron[i];
+    tensors_.push_back({.kind = kModel, .name = m.name, .shape = m.shape, .dtype = dtype_,
+                        .split = m.split, .parts = m.parts});
+    index_of_[m.name] = i;
+  }
+  recipe_ = hf_recipe_yaml(model, dtype_, dir_.string());
+}
+
+HuggingFaceSource::~HuggingFaceSource() = default;
+
+void HuggingFaceSource::open_files(const fs::path& dir) {
+  const fs::path index = dir / "model.safetensors.index.json";
+  std::vector<std::string> names;
+  if (fs::exists(index)) {
+    const nlohmann::json j = read_json(index);
+    if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
+      throw UserError(index.string() + ": no weight_map");
+    }
+    std::set<std::string> unique;
+    for (const auto& [tensor, file] : j["weight_map"].items()) unique.insert(file.get<std::string>());
+    names.assign(unique.begin(), unique.end());
+  } else if (fs::exists(dir / "model.safetensors")) {
+    names.push_back("model.safetensors");
+  } else {
+    throw UserError(fmt::format(
+        "{}: no model.safetensors or model.safetensors.index.json (a PyTorch .bin checkpoint "
+        "must be re-saved with save_pretrained(..., safe_serialization=True))",
+        dir.string()));
+  }
+  for (const std::string& name : names) {
+    if (name.find('/') != std::string::npos) throw UserError(index.string() + ": bad file name " + name);
+    files_.push_back(std::make_unique<SafetensorsFile>(dir / name));
+  }
+}
+
+void HuggingFaceSource::locate_tensors() {
+  std::unordered_map<std::string, Located> all;
+  for (const auto& f : files_) {
+    for (const SafetensorsEntry& e : f->entries()) all[e.name] = {f.get(), &e};
+  }
+  std::set<std::string> used;
+  for (const HfTensor& t : layout_.hf) {
+    std::string name = t.name;
+    // GPT2Model saves (the original "gpt2" files) have no "transformer." prefix.
+    if (!all.count(name) && name.starts_with("transformer.")) name = name.substr(12);
+    const auto it = all.find(name);
+    if (it == all.end()) {
+      throw UserError(fmt::format("{}: no tensor {}, which a {} with this config.json has",
+                                  dir_.string(), t.name, architecture_name(layout_.arch)));
+    }
+    const SafetensorsEntry& e = *it->second.entry;
+    if (e.shape != t.shape) {
+      throw UserError(fmt::format("{}: {} has shape [{}], config.json makes it [{}]",
+                                  it->second.file->path().string(), e.name,
+                                  fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
+    }
+    if (!e.dtype) {
+      throw UserError(fmt::format("{}: {} is {}; weights must be F32, BF16 or F16",
+                                  it->second.file->path().string(), e.name, e.dtype_name));
+    }
+    located_.push_back(it->second);
+    used.insert(name);
+  }
+  for (const auto& [name, where] : all) {
+    if (used.count(name) || is_buffer(layout_.arch, name)) continue;
+    // A tied model saved without de-duplication carries the output layer, equal to wte.
+    if (config_.tie_embeddings && name == "lm_head.weight") continue;
+    throw UserError(fmt::format(
+        "{}: tensor {} has no place in a {} with this config.json (a feature the engine lacks?)",
+        where.file->path().string(), name, architecture_name(layout_.arch)));
+  }
+}
+
+CheckpointMeta HuggingFaceSource::meta() const {
+  CheckpointMeta m;
+  m.dtype = std::string(tensor::name(dtype_));
+  m.optimizer = "none";
+  m.seed = 1234;  // the recipe's training.seed
+  m.model = model_fields(config_);
+  m.recipe = recipe_;
+  m.recipe_original = recipe_;
+  m.version = std::string(build_info::version());
+  return m;
+}
+
+std::vector<std::byte> HuggingFaceSource::hf_rows_major(size_t index) const {
+  const HfTensor& t = layout_.hf[index];
+  const Located& l = located_[index];
+  std::vector<std::byte> raw(size_t(l.entry->end - l.entry->begin));
+  l.file->read(*l.entry, 0, raw);
+  std::vector<std::byte> bytes = convert_elements(raw, *l.entry->dtype, dtype_);
+  // Stored [cols, rows] (Conv1D): transpose to megatron's [rows, cols].
+  if (t.transposed) return transpose_elements(bytes, t.cols(), t.rows(), tensor::size_of(dtype_));
+  return bytes;
+}
+
+const std::vector<std::byte>& HuggingFaceSource::whole(size_t index) const {
+  if (cached_ == index) return cache_;
+  const MegatronTensor& m = layout_.megatron[index];
+  const size_t elem = tensor::size_of(dtype_);
+  const int64_t cols = m.shape.size() > 1 ? m.shape[1] : 1;
+  int64_t numel = 1;
+  for (int64_t d : m.shape) numel *= d;
+  cached_.reset();
+  cache_.assign(size_t(numel) * elem, std::byte{0});  // padding rows stay zero
+  std::optional<size_t> loaded;
+  std::vector<std::byte> hf;
+  int64_t row = 0;
+  for (const HfRows& b : m.blocks) {
+    if (loaded != b.hf) {  // GPT-2's qkv takes 3 x heads blocks from one c_attn
+      hf = hf_rows_major(b.hf);
+      loaded = b.hf;
+    }
+    std::memcpy(&cache_[size_t(row * cols) * elem], &hf[size_t(b.row0 * cols) * elem],
+                size_t(b.rows * cols) * elem);
+    row += b.rows;
+  }
+  cached_ = index;
+  return cache_;
+}
+
+void HuggingFaceSource::read_raw(const TensorInfo& t, const std::vector<Box>& boxes,
+                                 std::span<std::byte> out, bool zero_past_end) const {
+  const auto it = index_of_.find(t.name);
+  if (t.kind != kModel || it == index_of_.end()) {
+    throw RuntimeFailure("Hugging Face import has no tensor " + t.path());
+  }
+  const size_t elem = tensor::size_of(dtype_);
+  if (out.size() != size_t(total_numel(boxes)) * elem) {
+    throw RuntimeFailure("Hugging Face read of " + t.path() + ": buffer size does not match");
+  }
+  const std::lock_guard lock(cache_mutex_);
+  const std::vector<std::byte>& w = whole(it->second);
+  const MegatronTensor& m = layout_.megatron[it->second];
+  const int64_t rows = m.shape[0], cols = m.shape.size() > 1 ? m.shape[1] : 1;
+  std::byte* at = out.data();
+  for (const Box& b : boxes) {
+    if (b.col0 < 0 || b.col0 + b.cols > cols || b.row0 < 0) {
+      throw RuntimeFailure(fmt::format("Hugging Face read of {}: box outside [{}, {}]", t.path(),
+                                       rows, cols));
+    }
+    for (int64_t r = b.row0; r < b.row0 + b.rows; ++r, at += size_t(b.cols) * elem) {
+      // Past the last row (a vocabulary padded further for more tensor-parallel ranks): the
+      // last row again, or zeros, as TensorSource says.
+      if (r >= rows && zero_past_end) {
+        std::memset(at, 0, size_t(b.cols) * elem);
+        continue;
+      }
+      const int64_t src = std::min(r, rows - 1);
+      std::memcpy(at, &w[size_t(src * cols + b.col0) * elem], size_t(b.cols) * elem);
+    }
+  }
+}
+
+}  // namespace megatron::ckpt

@@ -1,0 +1,83 @@
+#include "ckpt/raw_elements.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "tensor/half.hpp"
+
+namespace megatron::ckpt {
+
+using tensor::DType;
+
+namespace {
+
+std::vector<float> to_f32(std::span<const std::byte> in, DType from) {
+  std::vector<float> out(in.size() / tensor::size_of(from));
+  switch (from) {
+    case DType::F32: std::memcpy(out.data(), in.data(), in.size()); break;
+    case DType::Bf16:
+      tensor::convert(std::span(reinterpret_cast<const tensor::bf16*>(in.data()), out.size()),
+                      std::span<float>(out));
+      break;
+    case DType::F16:
+      tensor::convert(std::span(reinterpret_cast<const tensor::f16*>(in.data()), out.size()),
+                      std::span<float>(out));
+      break;
+    default: throw RuntimeFailure("convert_elements: not a float dtype");
+  }
+  return out;
+}
+
+// Tiles keep both the rows read and the rows written in cache (matrices of 10^7 elements).
+template <class T>
+void transpose_as(const std::byte* in, std::byte* out, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 64;
+  const auto* src = reinterpret_cast<const T*>(in);
+  auto* dst = reinterpret_cast<T*>(out);
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::byte> convert_elements(std::span<const std::byte> in, DType from, DType to) {
+  if (from == to) return {in.begin(), in.end()};
+  const std::vector<float> f = to_f32(in, from);
+  std::vector<std::byte> out(f.size() * tensor::size_of(to));
+  switch (to) {
+    case DType::F32: std::memcpy(out.data(), f.data(), out.size()); break;
+    case DType::Bf16:
+      tensor::convert(std::span<const float>(f),
+                      std::span(reinterpret_cast<tensor::bf16*>(out.data()), f.size()));
+      break;
+    case DType::F16:
+      tensor::convert(std::span<const float>(f),
+                      std::span(reinterpret_cast<tensor::f16*>(out.data()), f.size()));
+      break;
+    default: throw RuntimeFailure("convert_elements: not a float dtype");
+  }
+  return out;
+}
+
+std::vector<std::byte> transpose_elements(std::span<const std::byte> in, int64_t rows,
+                                          int64_t cols, size_t element_size) {
+  if (in.size() != size_t(rows * cols) * element_size) {
+    throw RuntimeFailure("transpose_elements: size does not match the shape");
+  }
+  std::vector<std::byte> out(in.size());
+  switch (element_size) {
+    case 2: transpose_as<uint16_t>(in.data(), out.data(), rows, cols); break;
+    case 4: transpose_as<uint32_t>(in.data(), out.data(), rows, cols); break;
+    default: throw RuntimeFailure("transpose_elements: elements of 2 or 4 bytes only");
+  }
+  return out;
+}
+
+}  // namespace megatron::ckpt

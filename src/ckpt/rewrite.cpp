@@ -1,0 +1,162 @@
+#include "ckpt/rewrite.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+
+#include "ckpt/checkpoint_writer.hpp"
+#include "ckpt/directory.hpp"
+#include "core/error.hpp"
+#include "tensor/half.hpp"
+
+namespace megatron::ckpt {
+namespace fs = std::filesystem;
+namespace {
+
+// The layer number in "decoder.layers.12.mlp..." or "layers.12...", or -1.
+int64_t layer_of(const std::string& name) {
+  const size_t at = name.find("layers.");
+  if (at == std::string::npos || (at > 0 && name[at - 1] != '.')) return -1;
+  size_t end = at + 7;
+  int64_t layer = 0;
+  bool digits = false;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9') {
+    layer = layer * 10 + (name[end++] - '0');
+    digits = true;
+  }
+  return digits ? layer : -1;
+}
+
+std::vector<float> to_f32(tensor::DType dtype, const std::vector<std::byte>& raw) {
+  std::vector<float> out(raw.size() / tensor::size_of(dtype));
+  if (dtype == tensor::DType::F32) {
+    std::memcpy(out.data(), raw.data(), raw.size());
+  } else if (dtype == tensor::DType::Bf16) {
+    tensor::convert(std::span(reinterpret_cast<const tensor::bf16*>(raw.data()), out.size()), out);
+  } else {
+    tensor::convert(std::span(reinterpret_cast<const tensor::f16*>(raw.data()), out.size()), out);
+  }
+  return out;
+}
+
+std::vector<std::byte> from_f32(tensor::DType dtype, const std::vector<float>& values) {
+  std::vector<std::byte> out(values.size() * tensor::size_of(dtype));
+  if (dtype == tensor::DType::F32) {
+    std::memcpy(out.data(), values.data(), out.size());
+  } else if (dtype == tensor::DType::Bf16) {
+    tensor::convert(values, std::span(reinterpret_cast<tensor::bf16*>(out.data()), values.size()));
+  } else {
+    tensor::convert(values, std::span(reinterpret_cast<tensor::f16*>(out.data()), values.size()));
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages) {
+  if (name.rfind("embedding.", 0) == 0) return 0;
+  const int64_t layer = layer_of(name);
+  if (layer < 0) return stages - 1;  // the final norm and the output layer
+  if (size_t(layer) >= layer_stage.size()) {
+    throw UserError(fmt::format("tensor {} belongs to layer {}, but the model has {} layers", name,
+                                layer, layer_stage.size()));
+  }
+  return layer_stage[size_t(layer)];
+}
+
+fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
+                            const RewriteTarget& target, const fs::path& save,
+                            const RewriteProgress& progress) {
+  // Which tensors there are, by (kind, name); masters are derived for 16-bit targets.
+  std::map<std::pair<std::string, std::string>, const TensorInfo*> by_key;
+  int64_t layers = 0;
+  for (const TensorInfo& t : source.tensors()) {
+    by_key[{t.kind, t.name}] = &t;
+    layers = std::max(layers, layer_of(t.name) + 1);
+  }
+  std::vector<int64_t> layer_stage = target.layer_stage;
+  if (layer_stage.empty()) {
+    if (layers % target.pipeline != 0) {
+      throw UserError(fmt::format("the model's {} layers do not divide into {} pipeline stages",
+                                  layers, target.pipeline));
+    }
+    for (int64_t l = 0; l < layers; ++l) layer_stage.push_back(l / (layers / target.pipeline));
+  }
+  const tensor::DType source_dtype = [&] {
+    for (const TensorInfo& t : source.tensors())
+      if (t.kind == kModel) return t.dtype;
+    throw UserError("the checkpoint holds no model tensors");
+  }();
+  const tensor::DType dtype = target.dtype.value_or(source_dtype);
+
+  // What to write: (kind, source tensor to read, output dtype).
+  struct Job {
+    std::string kind;
+    const TensorInfo* from;
+    tensor::DType dtype;
+  };
+  std::vector<Job> jobs;
+  for (const TensorInfo& t : source.tensors()) {
+    if (t.kind == kMaster) continue;  // below, with the weights
+    if (t.kind != kModel) {
+      jobs.push_back({t.kind, &t, t.dtype});
+      continue;
+    }
+    const auto master = by_key.find({kMaster, t.name});
+    const TensorInfo* exact = master != by_key.end() ? master->second : &t;  // best f32 values
+    if (dtype == tensor::DType::F32) {
+      jobs.push_back({kModel, exact, tensor::DType::F32});  // the weights are the masters
+    } else {
+      jobs.push_back({kModel, dtype == t.dtype ? &t : exact, dtype});
+      jobs.push_back({kMaster, exact, tensor::DType::F32});
+    }
+  }
+
+  meta.layout = {.world = target.tensor * target.pipeline, .tensor = target.tensor,
+                 .pipeline = target.pipeline, .data = 1, .virtual_pipeline = 1};
+  meta.dtype = std::string(tensor::name(dtype));
+  const fs::path staging = staging_dir(save, meta.state.iteration);
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  if (ec) throw RuntimeFailure("cannot create " + staging.string() + ": " + ec.message());
+
+  const int64_t total = int64_t(jobs.size()) * target.tensor;  // one shard per job and tp rank
+  int64_t done = 0;
+  for (int64_t pp = 0; pp < target.pipeline; ++pp) {
+    for (int64_t tp = 0; tp < target.tensor; ++tp) {
+      // Megatron's rank order (tensor fastest; data parallel 1).
+      const int rank = int(tp + target.tensor * pp);
+      RankFileWriter writer(staging, rank);
+      for (const Job& job : jobs) {
+        const TensorInfo& t = *job.from;
+        if (stage_of(t.name, layer_stage, target.pipeline) != pp) continue;
+        if (t.split == Split::None && tp != 0) continue;
+        const ShardLayout layout{.global_shape = t.shape, .split = t.split, .parts = t.parts,
+                                 .tp_rank = tp, .tp_size = target.tensor};
+        if (t.split != Split::None) {
+          const int64_t dim = t.split == Split::Rows ? t.shape[0] / t.parts : t.shape.at(1);
+          if (dim % target.tensor != 0) {
+            throw UserError(fmt::format("{}/{} ({} {}) does not divide across {} tensor-parallel "
+                                        "ranks; choose a --tp that divides it",
+                                        t.kind, t.name, dim,
+                                        t.split == Split::Rows ? "rows" : "columns", target.tensor));
+          }
+        }
+        const std::vector<Box> boxes = shard_boxes(layout);
+        std::vector<std::byte> raw(size_t(total_numel(boxes)) * tensor::size_of(t.dtype));
+        source.read_raw(t, boxes, raw, t.kind != kModel && t.kind != kMaster);
+        Piece piece{.kind = job.kind, .name = t.name, .layout = layout, .dtype = job.dtype};
+        piece.bytes = job.dtype == t.dtype ? std::move(raw) : from_f32(job.dtype, to_f32(t.dtype, raw));
+        writer.add(piece);
+        if (progress) progress(++done, total);
+      }
+      writer.finish();
+    }
+  }
+  write_index(staging, meta);
+  return publish(save, meta.state.iteration);
+}
+
+}  // namespace megatron::ckpt

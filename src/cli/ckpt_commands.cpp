@@ -1,0 +1,183 @@
+// `megatron convert`: rewrites a checkpoint for another layout or dtype (or to and from Hugging
+// Face); `megatron ckpt inspect`: what a checkpoint holds.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/progress_line.hpp"
+#include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/directory.hpp"
+#include "ckpt/rewrite.hpp"
+#include "core/error.hpp"
+
+namespace megatron::cli {
+namespace {
+namespace fs = std::filesystem;
+
+std::optional<tensor::DType> parse_dtype(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text == "f32" || text == "fp32") return tensor::DType::F32;
+  if (text == "bf16") return tensor::DType::Bf16;
+  if (text == "f16" || text == "fp16") return tensor::DType::F16;
+  throw UserError("--dtype " + text + ": expected f32, bf16 or f16");
+}
+
+// The checkpoint a --load names (a checkpoint directory, or a save directory with `latest`).
+fs::path checkpoint_at(const std::string& path) {
+  const std::optional<fs::path> dir = ckpt::resolve_checkpoint(path);
+  if (!dir) {
+    throw UserError(path + ": not a checkpoint (no " + ckpt::kIndexFile + ", no latest); pass an "
+                           "iter_NNNNNNN directory or a save directory");
+  }
+  return *dir;
+}
+
+std::string field(const ckpt::CheckpointMeta& meta, const std::string& key) {
+  for (const auto& [k, v] : meta.model)
+    if (k == key) return v;
+  return "";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return "[" + fmt::format("{}", fmt::join(shape, ", ")) + "]";
+}
+
+struct ConvertArgs {
+  std::string load, save, dtype;
+  int64_t tp = 0, pp = 0;  // 0: as the source
+  bool quiet = false;
+};
+
+void convert(const ConvertArgs& a) {
+  const std::optional<tensor::DType> dtype = parse_dtype(a.dtype);
+  const fs::path dir = checkpoint_at(a.load);
+  ckpt::CheckpointReader reader(dir);
+  ckpt::CheckpointMeta meta = reader.meta();
+  ckpt::RewriteTarget target{.tensor = a.tp > 0 ? a.tp : meta.layout.tensor,
+                             .pipeline = a.pp > 0 ? a.pp : meta.layout.pipeline,
+                             .dtype = dtype};
+  for (const char* key : {"model.num_attention_heads", "model.num_query_groups"}) {
+    const std::string v = field(meta, key);
+    if (!v.empty() && std::stoll(v) % target.tensor != 0) {
+      throw UserError(fmt::format("--tp {}: the model's {} ({}) is not divisible by it", target.tensor,
+                                  key, v));
+    }
+  }
+  // Never write over a checkpoint: the output's iteration must be new there.
+  const fs::path out = fs::path(a.save) / ckpt::iteration_dir_name(meta.state.iteration);
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    throw UserError(out.string() + " exists already; choose another --save");
+  }
+  if (fs::weakly_canonical(dir, ec) == fs::weakly_canonical(out, ec)) {
+    throw UserError("--save " + a.save + " would overwrite the checkpoint being read");
+  }
+  fs::create_directories(a.save, ec);
+  if (ec) throw UserError("cannot create " + a.save + ": " + ec.message());
+
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  ProgressLine line;
+  ckpt::RewriteProgress progress;
+  if (!a.quiet) {
+    progress = [&](int64_t done, int64_t total) {
+      const double s = seconds();
+      const double rate = s > 0 ? double(done) / s : 0.0;
+      const double eta = rate > 0 ? double(total - done) / rate : 0.0;
+      const int width = 30, filled = total ? int(width * done / total) : width;
+      line(fmt::format("convert [{}{}] {}/{} tensor shards, {:.1f}/s, ETA {:.0f} s",
+                       std::string(size_t(filled), '#'), std::string(size_t(width - filled), '.'),
+                       done, total, rate, eta),
+           s, done == total);
+    };
+  }
+  const fs::path written = ckpt::rewrite_checkpoint(reader, meta, target, a.save, progress);
+  std::cout << fmt::format("wrote {}: tensor {} x pipeline {}, {} ({} rank files) in {:.1f} s\n",
+                           written.string(), target.tensor, target.pipeline,
+                           dtype ? std::string(tensor::name(*dtype)) : meta.dtype,
+                           target.tensor * target.pipeline, seconds());
+}
+
+void inspect(const std::string& path, bool show_recipe) {
+  const fs::path dir = checkpoint_at(path);
+  ckpt::CheckpointReader reader(dir);
+  const ckpt::CheckpointMeta& m = reader.meta();
+  if (show_recipe) {
+    std::cout << m.recipe;
+    return;
+  }
+  const auto& l = m.layout;
+  std::cout << fmt::format("checkpoint {}\n", dir.string());
+  std::cout << fmt::format("  iteration {}, {} samples consumed, {} skipped, {} optimizer steps\n",
+                           m.state.iteration, m.state.consumed_samples, m.state.skipped_iterations,
+                           m.state.optimizer_steps);
+  std::cout << fmt::format("  saved under tensor {} x pipeline {}{} x data {}{}{} ({} ranks)\n",
+                           l.tensor, l.pipeline,
+                           l.virtual_pipeline > 1 ? fmt::format(" (x{} virtual)", l.virtual_pipeline) : "",
+                           l.data, l.sequence_parallel ? ", sequence parallel" : "",
+                           l.distributed_optimizer ? ", distributed optimizer" : "", l.world);
+  std::cout << fmt::format("  weights {}, optimizer {}, loss scale {}, seed {}\n", m.dtype,
+                           m.optimizer, m.state.loss_scale, m.seed);
+  std::cout << fmt::format("  written {} by megatron {}\n", m.created, m.version);
+  std::cout << "model:\n";
+  for (const auto& [k, v] : m.model) std::cout << fmt::format("  {}: {}\n", k, v);
+  if (!m.overrides.empty()) {
+    std::cout << "overrides:\n";
+    size_t at = 0;
+    while (at < m.overrides.size()) {
+      const size_t end = m.overrides.find('\n', at);
+      std::cout << "  " << m.overrides.substr(at, end - at) << "\n";
+      at = end == std::string::npos ? m.overrides.size() : end + 1;
+    }
+  }
+  std::cout << "tensors:\n";
+  int64_t bytes = 0;
+  for (const ckpt::TensorInfo& t : reader.tensors()) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    bytes += n * int64_t(tensor::size_of(t.dtype));
+    std::cout << fmt::format("  {}/{} {} {} (split {}{})\n", t.kind, t.name, shape_text(t.shape),
+                             tensor::name(t.dtype), ckpt::split_name(t.split),
+                             t.parts > 1 ? fmt::format(", {} parts", t.parts) : "");
+  }
+  std::cout << fmt::format("{} tensors, {:.1f} MiB (megatron ckpt inspect --recipe prints the "
+                           "recipe)\n",
+                           reader.tensors().size(), double(bytes) / 1048576.0);
+}
+
+}  // namespace
+
+void add_checkpoint_commands(CLI::App& app, Actions& actions) {
+  auto args = std::make_shared<ConvertArgs>();
+  auto* cmd = app.add_subcommand(
+      "convert", "Rewrite a checkpoint for another layout or dtype, offline and tensor by tensor");
+  cmd->add_option("--load", args->load, "Checkpoint to read: an iter_NNNNNNN directory, or a save "
+                                        "directory (its latest)")
+      ->required();
+  cmd->add_option("--save", args->save,
+                  "Save directory to write into (gets iter_NNNNNNN and latest)")
+      ->required();
+  cmd->add_option("--tp", args->tp, "Tensor-parallel size to write for (default: the source's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--pp", args->pp, "Pipeline-parallel size to write for (default: the source's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", args->dtype, "Model weights' dtype: f32, bf16 or f16 (default: the "
+                                          "source's); 16-bit weights keep f32 masters");
+  cmd->add_flag("--quiet", args->quiet, "No progress line");
+  actions.emplace_back(cmd, [args] { convert(*args); });
+
+  auto* group = app.add_subcommand("ckpt", "Checkpoint tools");
+  group->require_subcommand(1);
+  auto path = std::make_shared<std::string>();
+  auto recipe = std::make_shared<bool>(false);
+  auto* show = group->add_subcommand("inspect", "Iteration, layout, model, recipe and tensors of "
+                                                "a checkpoint");
+  show->add_option("checkpoint", *path, "An iter_NNNNNNN directory, or a save directory")->required();
+  show->add_flag("--recipe", *recipe, "Print the resolved recipe it was trained with");
+  actions.emplace_back(show, [path, recipe] { inspect(*path, *recipe); });
+}
+
+}  // namespace megatron::cli

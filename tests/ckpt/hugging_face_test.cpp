@@ -1,0 +1,443 @@
+// Hugging Face export and import on tiny random models: each Hugging Face tensor checked
+// element by element against index arithmetic written here (not hf_layout's), the import
+// giving every checkpoint tensor back bitwise, and a second export identical byte for byte.
+#include "ckpt/hugging_face.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/hf_recipe.hpp"
+#include "ckpt/rewrite.hpp"
+#include "core/error.hpp"
+#include "hf_fixtures.hpp"
+#include "recipe/compile.hpp"
+#include "support/bytes.hpp"
+#include "support/temp_dir.hpp"
+
+namespace megatron::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using tensor::DType;
+using test_support::MemorySource;
+
+std::vector<float> floats(const std::vector<std::byte>& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+std::vector<float> hf_floats(const SafetensorsFile& f, const std::string& name) {
+  const SafetensorsEntry* e = f.find(name);
+  if (!e) throw std::runtime_error("no " + name + " in the export");
+  EXPECT_EQ(e->dtype_name, "F32");
+  std::vector<std::byte> bytes(size_t(e->end - e->begin));
+  f.read(*e, 0, bytes);
+  return floats(bytes);
+}
+
+// Checkpoint of `src`, exported to dir/hf; returns the checkpoint directory.
+fs::path checkpoint_and_export(const MemorySource& src, const model::GptConfig& c, DType dtype,
+                               const fs::path& dir) {
+  const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, dtype), {}, dir / "ckpt");
+  export_hugging_face(CheckpointReader(ckpt), dir / "hf", std::nullopt);
+  return ckpt;
+}
+
+std::set<std::string> names_in(const SafetensorsFile& f) {
+  std::set<std::string> out;
+  for (const SafetensorsEntry& e : f.entries()) out.insert(e.name);
+  return out;
+}
+
+// The import of `hf_dir` holds src's tensors (same names, shapes, splits, dtype) with the same
+// bytes, except the padding rows of the vocabulary, which are zeros.
+void expect_import_matches(const fs::path& hf_dir, const MemorySource& src,
+                           const model::GptConfig& c) {
+  const HuggingFaceSource hf(hf_dir);
+  ASSERT_EQ(hf.tensors().size(), src.tensors().size());
+  for (size_t i = 0; i < src.tensors().size(); ++i) {
+    const TensorInfo& want = src.tensors()[i];
+    const TensorInfo& got = hf.tensors()[i];
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.kind, kModel);
+    EXPECT_EQ(got.shape, want.shape) << want.name;
+    EXPECT_EQ(got.split, want.split) << want.name;
+    EXPECT_EQ(got.parts, want.parts) << want.name;
+    EXPECT_EQ(got.dtype, want.dtype) << want.name;
+    const int64_t rows = want.shape[0], cols = want.shape.size() > 1 ? want.shape[1] : 1;
+    std::vector<std::byte> bytes(src.bytes(want.name).size());
+    hf.read_raw(got, {{.row0 = 0, .rows = rows, .col0 = 0, .cols = cols}}, bytes);
+    std::vector<std::byte> expected = src.bytes(want.name);
+    if (want.name == "embedding.word_embeddings.weight" || want.name == "output_layer.weight") {
+      const size_t keep = size_t(c.vocab * cols) * tensor::size_of(want.dtype);
+      std::fill(expected.begin() + std::ptrdiff_t(keep), expected.end(), std::byte{0});
+    }
+    EXPECT_TRUE(bytes == expected) << want.name << " differs after export and import";
+  }
+}
+
+// Import, write a checkpoint from it, export that: the same files byte for byte.
+void expect_second_export_identical(const fs::path& dir) {
+  const HuggingFaceSource hf(dir / "hf");
+  const fs::path again = rewrite_checkpoint(hf, hf.meta(), {}, dir / "ckpt2");
+  export_hugging_face(CheckpointReader(again), dir / "hf2", std::nullopt);
+  EXPECT_TRUE(test_support::slurp(dir / "hf" / "model.safetensors") ==
+              test_support::slurp(dir / "hf2" / "model.safetensors"));
+  EXPECT_EQ(test_support::slurp(dir / "hf" / "config.json"),
+            test_support::slurp(dir / "hf2" / "config.json"));
+}
+
+nlohmann::json config_json(const fs::path& hf_dir) {
+  std::ifstream in(hf_dir / "config.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(HfLayout, MegatronSideIsTheModelsParameterListForEveryShape) {
+  for (model::GptConfig c : {test_support::hf_tiny_gpt2(), test_support::hf_tiny_llama()}) {
+    for (bool tie : {true, false}) {
+      c.tie_embeddings = tie;
+      const MemorySource model_params(c, DType::F32);  // built from model::GptModel
+      const HfArch arch = hf_architecture(c);
+      const HfLayout layout = hf_layout(arch, c);
+      ASSERT_EQ(layout.megatron.size(), model_params.tensors().size());
+      for (size_t i = 0; i < layout.megatron.size(); ++i) {
+        const MegatronTensor& m = layout.megatron[i];
+        const TensorInfo& p = model_params.tensors()[i];
+        EXPECT_EQ(m.name, p.name);
+        EXPECT_EQ(m.shape, p.shape) << m.name;
+        EXPECT_EQ(m.split, p.split) << m.name;
+        EXPECT_EQ(m.parts, p.parts) << m.name;
+      }
+    }
+  }
+}
+
+TEST(HuggingFaceExport, Gpt2WeightsLandWhereGpt2LMHeadModelReadsThem) {
+  test_support::TempDir dir;
+  const model::GptConfig c = test_support::hf_tiny_gpt2();
+  const MemorySource src(c, DType::F32);
+  checkpoint_and_export(src, c, DType::F32, dir.path());
+
+  const nlohmann::json j = config_json(dir.path() / "hf");
+  EXPECT_EQ(j["architectures"], nlohmann::json({"GPT2LMHeadModel"}));
+  EXPECT_EQ(j["model_type"], "gpt2");
+  EXPECT_EQ(j["vocab_size"], 50);
+  EXPECT_EQ(j["n_positions"], 9);
+  EXPECT_EQ(j["n_embd"], 16);
+  EXPECT_EQ(j["n_layer"], 2);
+  EXPECT_EQ(j["n_head"], 4);
+  EXPECT_EQ(j["n_inner"], 24);
+  EXPECT_EQ(j["activation_function"], "gelu_new");
+  EXPECT_EQ(j["tie_word_embeddings"], true);
+  EXPECT_EQ(j["torch_dtype"], "float32");
+
+  const SafetensorsFile f(dir.path() / "hf" / "model.safetensors");
+  std::set<std::string> want{"transformer.wte.weight", "transformer.wpe.weight",
+                             "transformer.ln_f.weight", "transformer.ln_f.bias"};
+  for (const char* l : {"0", "1"}) {
+    for (const char* n : {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                          "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                          "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight",
+                          "mlp.c_proj.bias"}) {
+      want.insert(std::string("transformer.h.") + l + "." + n);
+    }
+  }
+  EXPECT_EQ(names_in(f), want);  // tied: no lm_head.weight
+
+  const int64_t H = c.hidden, HD = c.head_dim, F = c.ffn;
+  const auto wte = hf_floats(f, "transformer.wte.weight");
+  const auto emb = floats(src.bytes("embedding.word_embeddings.weight"));
+  ASSERT_EQ(wte.size(), size_t(c.vocab * H));
+  EXPECT_TRUE(std::equal(wte.begin(), wte.end(), emb.begin())) << "wte = the first vocab rows";
+  EXPECT_EQ(hf_floats(f, "transformer.wpe.weight"),
+            floats(src.bytes("embedding.position_embeddings.weight")));
+
+  const std::string m = "decoder.layers.1.", t = "transformer.h.1.";
+  // c_attn is Conv1D [in H, out 3H] with out = [all q | all k | all v]; megatron's rows go head
+  // by head, [q_h; k_h; v_h].
+  const auto c_attn = hf_floats(f, t + "attn.c_attn.weight");
+  const auto c_attn_b = hf_floats(f, t + "attn.c_attn.bias");
+  const auto qkv = floats(src.bytes(m + "self_attention.linear_qkv.weight"));
+  const auto qkv_b = floats(src.bytes(m + "self_attention.linear_qkv.bias"));
+  for (int64_t j = 0; j < 3 * H; ++j) {
+    const int64_t part = j / H, head = (j % H) / HD, d = j % HD;
+    const int64_t row = head * 3 * HD + part * HD + d;
+    EXPECT_EQ(c_attn_b[size_t(j)], qkv_b[size_t(row)]) << j;
+    for (int64_t i = 0; i < H; ++i) {
+      ASSERT_EQ(c_attn[size_t(i * 3 * H + j)], qkv[size_t(row * H + i)]) << i << "," << j;
+    }
+  }
+  const auto transposed = [&](const std::string& hf_name, const std::string& m_name, int64_t in,
+                              int64_t out) {
+    const auto a = hf_floats(f, hf_name), b = floats(src.bytes(m_name));
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t o = 0; o < out; ++o)
+        ASSERT_EQ(a[size_t(i * out + o)], b[size_t(o * in + i)]) << hf_name;
+  };
+  transposed(t + "attn.c_proj.weight", m + "self_attention.linear_proj.weight", H, H);
+  transposed(t + "mlp.c_fc.weight", m + "mlp.linear_fc1.weight", H, F);
+  transposed(t + "mlp.c_proj.weight", m + "mlp.linear_fc2.weight", F, H);
+  EXPECT_EQ(hf_floats(f, t + "mlp.c_fc.bias"), floats(src.bytes(m + "mlp.linear_fc1.bias")));
+  EXPECT_EQ(hf_floats(f, t + "ln_2.weight"), floats(src.bytes(m + "pre_mlp_layernorm.weight")));
+  EXPECT_EQ(hf_floats(f, "transformer.ln_f.bias"),
+            floats(src.bytes("decoder.final_layernorm.bias")));
+
+  expect_import_matches(dir.path() / "hf", src, c);
+  expect_second_export_identical(dir.path());
+}
+
+TEST(HuggingFaceExport, LlamaWithGroupedQueryAttentionSplitsQkvAndGateUp) {
+  test_support::TempDir dir;
+  const model::GptConfig c = test_support::hf_tiny_llama();
+  const MemorySource src(c, DType::F32);
+  checkpoint_and_export(src, c, DType::F32, dir.path());
+
+  const nlohmann::json j = config_json(dir.path() / "hf");
+  EXPECT_EQ(j["architectures"], nlohmann::json({"LlamaForCausalLM"}));
+  EXPECT_EQ(j["num_attention_heads"], 6);
+  EXPECT_EQ(j["num_key_value_heads"], 2);
+  EXPECT_EQ(j["intermediate_size"], 20);
+  EXPECT_EQ(j["hidden_act"], "silu");
+  EXPECT_EQ(j["rope_theta"], 500.0);
+  EXPECT_EQ(j["rms_norm_eps"], 1e-6);
+  EXPECT_EQ(j["max_position_embeddings"], 32);
+  EXPECT_EQ(j["tie_word_embeddings"], false);
+
+  const SafetensorsFile f(dir.path() / "hf" / "model.safetensors");
+  std::set<std::string> want{"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
+  for (const char* l : {"0", "1"}) {
+    for (const char* n : {"input_layernorm.weight", "self_attn.q_proj.weight",
+                          "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                          "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+                          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}) {
+      want.insert(std::string("model.layers.") + l + "." + n);
+    }
+  }
+  EXPECT_EQ(names_in(f), want);
+
+  const int64_t H = c.hidden, HD = c.head_dim, per = c.heads / c.groups, F = c.ffn;
+  const std::string m = "decoder.layers.0.", t = "model.layers.0.";
+  const auto qkv = floats(src.bytes(m + "self_attention.linear_qkv.weight"));
+  const auto row_of = [&](int64_t megatron_row) {
+    return std::vector<float>(qkv.begin() + megatron_row * H, qkv.begin() + (megatron_row + 1) * H);
+  };
+  const auto hf_row = [&](const std::vector<float>& w, int64_t r) {
+    return std::vector<float>(w.begin() + r * H, w.begin() + (r + 1) * H);
+  };
+  // Megatron: group g's rows are [its `per` query heads; its key head; its value head].
+  const auto q = hf_floats(f, t + "self_attn.q_proj.weight");
+  const auto k = hf_floats(f, t + "self_attn.k_proj.weight");
+  const auto v = hf_floats(f, t + "self_attn.v_proj.weight");
+  ASSERT_EQ(q.size(), size_t(c.heads * HD * H));
+  ASSERT_EQ(k.size(), size_t(c.groups * HD * H));
+  for (int64_t r = 0; r < c.heads * HD; ++r) {
+    const int64_t head = r / HD, g = head / per;
+    EXPECT_EQ(hf_row(q, r), row_of((g * (per + 2) + head % per) * HD + r % HD)) << "q row " << r;
+  }
+  for (int64_t r = 0; r < c.groups * HD; ++r) {
+    const int64_t g = r / HD;
+    EXPECT_EQ(hf_row(k, r), row_of((g * (per + 2) + per) * HD + r % HD)) << "k row " << r;
+    EXPECT_EQ(hf_row(v, r), row_of((g * (per + 2) + per + 1) * HD + r % HD)) << "v row " << r;
+  }
+  // fc1 = [gate; up]: the backend's swiglu is silu(first half) * second half.
+  const auto fc1 = floats(src.bytes(m + "mlp.linear_fc1.weight"));
+  const auto gate = hf_floats(f, t + "mlp.gate_proj.weight");
+  const auto up = hf_floats(f, t + "mlp.up_proj.weight");
+  EXPECT_TRUE(std::equal(gate.begin(), gate.end(), fc1.begin()));
+  EXPECT_TRUE(std::equal(up.begin(), up.end(), fc1.begin() + F * H));
+  EXPECT_EQ(hf_floats(f, t + "self_attn.o_proj.weight"),
+            floats(src.bytes(m + "self_attention.linear_proj.weight")));
+  EXPECT_EQ(hf_floats(f, t + "mlp.down_proj.weight"), floats(src.bytes(m + "mlp.linear_fc2.weight")));
+  EXPECT_EQ(hf_floats(f, "model.norm.weight"), floats(src.bytes("decoder.final_layernorm.weight")));
+  const auto head = hf_floats(f, "lm_head.weight");
+  const auto out = floats(src.bytes("output_layer.weight"));
+  ASSERT_EQ(head.size(), size_t(c.vocab * H));
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), out.begin()));
+
+  expect_import_matches(dir.path() / "hf", src, c);
+  expect_second_export_identical(dir.path());
+}
+
+TEST(HuggingFaceExport, Bf16StaysBitwiseAndConvertsToF32OnRequest) {
+  test_support::TempDir dir;
+  model::GptConfig c = test_support::hf_tiny_llama();
+  c.tie_embeddings = true;
+  const MemorySource src(c, DType::Bf16);
+  const fs::path ckpt = checkpoint_and_export(src, c, DType::Bf16, dir.path());
+  const SafetensorsFile f(dir.path() / "hf" / "model.safetensors");
+  for (const SafetensorsEntry& e : f.entries()) EXPECT_EQ(e.dtype_name, "BF16") << e.name;
+  EXPECT_EQ(f.find("lm_head.weight"), nullptr);
+  EXPECT_EQ(config_json(dir.path() / "hf")["torch_dtype"], "bfloat16");
+  expect_import_matches(dir.path() / "hf", src, c);
+  expect_second_export_identical(dir.path());
+
+  export_hugging_face(CheckpointReader(ckpt), dir.path() / "hf32", DType::F32);
+  const SafetensorsFile f32(dir.path() / "hf32" / "model.safetensors");
+  const auto norm = hf_floats(f32, "model.layers.1.input_layernorm.weight");
+  const auto& raw = src.bytes("decoder.layers.1.input_layernorm.weight");
+  ASSERT_EQ(norm.size() * 2, raw.size());
+  for (size_t i = 0; i < norm.size(); ++i) {
+    tensor::bf16 b;
+    std::memcpy(&b.bits, &raw[2 * i], 2);
+    EXPECT_EQ(norm[i], tensor::to_float(b));
+  }
+}
+
+TEST(HuggingFaceImport, MetaDescribesTheModelAndItsRecipeCompilesToTheSameModel) {
+  for (const model::GptConfig& c : {test_support::hf_tiny_gpt2(), test_support::hf_tiny_llama()}) {
+    test_support::TempDir dir;
+    const MemorySource src(c, DType::F32);
+    checkpoint_and_export(src, c, DType::F32, dir.path());
+    const HuggingFaceSource hf(dir.path() / "hf");
+    const CheckpointMeta meta = hf.meta();
+    EXPECT_EQ(meta.state.iteration, 0);
+    EXPECT_EQ(meta.optimizer, "none");
+    EXPECT_EQ(meta.dtype, "f32");
+    EXPECT_EQ(meta.layout.tensor, 1);
+    EXPECT_EQ(meta.layout.pipeline, 1);
+    EXPECT_EQ(meta.model, model_fields(c));
+
+    const fs::path recipe_file = dir.write("imported.yaml", meta.recipe);
+    const recipe::CompiledRecipe compiled = recipe::compile(recipe_file, {.world_from_layout = true});
+    const model::GptConfig built = model::gpt_config(compiled.recipe, compiled.derived);
+    EXPECT_EQ(model_fields(built), meta.model) << meta.recipe;
+    EXPECT_EQ(built.padded_vocab, c.padded_vocab);
+    EXPECT_EQ(built.norm_eps, c.norm_eps);
+    EXPECT_TRUE(compiled.recipe.data.mock);
+  }
+}
+
+TEST(HuggingFaceImport, TensorParallelRewriteHoldsTheSameWeights) {
+  test_support::TempDir dir;
+  const model::GptConfig c = test_support::hf_tiny_llama();
+  const MemorySource src(c, DType::F32);
+  checkpoint_and_export(src, c, DType::F32, dir.path());
+  const HuggingFaceSource hf(dir.path() / "hf");
+  const fs::path tp1 = rewrite_checkpoint(hf, hf.meta(), {}, dir.path() / "tp1");
+  const fs::path tp2 = rewrite_checkpoint(hf, hf.meta(), {.tensor = 2, .pipeline = 2},
+                                          dir.path() / "tp2");
+  const CheckpointReader a(tp1), b(tp2);
+  for (const TensorInfo& t : a.tensors()) {
+    const TensorInfo* u = b.find(t.kind, t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    const Box all{.row0 = 0, .rows = t.shape[0], .col0 = 0, .cols = t.shape.size() > 1 ? t.shape[1] : 1};
+    std::vector<float> x(size_t(all.numel())), y(x.size());
+    a.read_f32(t, {all}, x);
+    b.read_f32(*u, {all}, y);
+    EXPECT_EQ(x, y) << t.name;
+  }
+}
+
+// A GPT2Model save (no "transformer." prefix) with its causal-mask buffers, in two shards.
+TEST(HuggingFaceImport, ReadsShardsUnprefixedNamesAndSkipsMaskBuffers) {
+  test_support::TempDir dir;
+  const model::GptConfig c = test_support::hf_tiny_gpt2();
+  const MemorySource src(c, DType::F32);
+  checkpoint_and_export(src, c, DType::F32, dir.path());
+  const SafetensorsFile whole(dir.path() / "hf" / "model.safetensors");
+  const fs::path sharded = dir.path() / "sharded";
+  fs::create_directories(sharded);
+  fs::copy_file(dir.path() / "hf" / "config.json", sharded / "config.json");
+  nlohmann::json map;
+  const size_t half = whole.entries().size() / 2;
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string file = "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
+    std::vector<SafetensorsTensor> declared;
+    std::vector<const SafetensorsEntry*> entries;
+    for (size_t i = shard == 0 ? 0 : half; i < (shard == 0 ? half : whole.entries().size()); ++i) {
+      const SafetensorsEntry& e = whole.entries()[i];
+      const std::string name = e.name.substr(12);  // without "transformer."
+      declared.push_back({name, *e.dtype, e.shape});
+      entries.push_back(&e);
+      map[name] = file;
+    }
+    declared.push_back({"h.0.attn.bias", DType::F32, {1, 1, 9, 9}});
+    map["h.0.attn.bias"] = file;
+    SafetensorsWriter w(sharded / file, declared, {{"format", "pt"}});
+    for (const SafetensorsEntry* e : entries) {
+      std::vector<std::byte> bytes(size_t(e->end - e->begin));
+      whole.read(*e, 0, bytes);
+      w.append(bytes);
+    }
+    w.append(std::vector<std::byte>(81 * 4));
+    w.finish();
+  }
+  std::ofstream(sharded / "model.safetensors.index.json")
+      << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump();
+  expect_import_matches(sharded, src, c);
+}
+
+void expect_user_error(const std::function<void()>& f, const std::vector<std::string>& words) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one saying " << words.front();
+  } catch (const UserError& e) {
+    for (const std::string& w : words) {
+      EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(HuggingFaceExport, ModelsNoArchitectureMatchesAreUserErrorsNamingTheField) {
+  model::GptConfig rms_learned = test_support::hf_tiny_gpt2();
+  rms_learned.norm = recipe::Norm::RmsNorm;
+  expect_user_error([&] { hf_architecture(rms_learned); },
+                    {"no Hugging Face architecture", "model.normalization is rmsnorm",
+                     "GPT2LMHeadModel", "layernorm"});
+  model::GptConfig gqa_learned = test_support::hf_tiny_gpt2();
+  gqa_learned.groups = 2;
+  expect_user_error([&] { hf_architecture(gqa_learned); }, {"model.num_query_groups is 2"});
+  model::GptConfig gelu_rotary = test_support::hf_tiny_llama();
+  gelu_rotary.activation = recipe::Activation::Gelu;
+  expect_user_error([&] { hf_architecture(gelu_rotary); },
+                    {"model.activation is gelu", "LlamaForCausalLM", "swiglu"});
+  model::GptConfig partial = test_support::hf_tiny_llama();
+  partial.rotary_percent = 0.5;
+  expect_user_error([&] { hf_architecture(partial); }, {"model.rotary_percent is 0.5"});
+  model::GptConfig biased = test_support::hf_tiny_llama();
+  biased.qkv_bias = true;
+  expect_user_error([&] { hf_architecture(biased); }, {"model.add_qkv_bias is true"});
+
+  // The same through a whole export, with nothing written.
+  test_support::TempDir dir;
+  const MemorySource src(rms_learned, DType::F32);
+  const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(rms_learned, DType::F32), {},
+                                           dir.path() / "ckpt");
+  expect_user_error([&] { export_hugging_face(CheckpointReader(ckpt), dir.path() / "hf", {}); },
+                    {"model.normalization is rmsnorm"});
+  EXPECT_FALSE(fs::exists(dir.path() / "hf" / "model.safetensors"));
+}
+
+TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
+  test_support::TempDir dir;
+  const model::GptConfig c = test_support::hf_tiny_llama();
+  const MemorySource src(c, DType::F32);
+  checkpoint_and_export(src, c, DType::F32, dir.path());
+  const fs::path hf = dir.path() / "hf";
+  const nlohmann::json original = config_json(hf);
+  const auto with = [&](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json j = original;
+    j[key] = value;
+    std::ofstream(hf / "config.json") << j.dump();
+  };
+  with("model_type", "bert");
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2 and llama"});
+  with("rope_scaling", nlohmann::json{{"type", "linear"}, {"factor", 2.0}});
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"rope_scaling"});
+  with("hidden_act", "gelu");
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"hidden_act"});
+  with("intermediate_size", 21);
+  expect_user_error([&] { HuggingFaceSource s(hf); },
+                    {"model.layers.0.mlp.gate_proj.weight has shape [20, 24]", "[21, 24]"});
+  with("tie_word_embeddings", true);  // then lm_head.weight is ignored, not an error
+  EXPECT_NO_THROW(HuggingFaceSource s(hf));
+  with("num_hidden_layers", 1);  // layer 1's tensors are left over
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model.layers.1.", "has no place"});
+}
+
+}  // namespace
+}  // namespace megatron::ckpt
