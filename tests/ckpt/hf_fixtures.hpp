@@ -91,7 +91,7 @@ class MemorySource : public ckpt::TensorSource {
                                                .split = split, .parts = p->parts});
       int64_t n = 1;
       for (int64_t d : m.shape) n *= d;
-      std::vector<float> values(size_t(n));
+      std::vector<float> values(static_cast<size_t>(n));
       for (float& v : values) v = normal(rng);
       std::vector<std::byte>& bytes = data_[m.name];
       bytes.resize(size_t(n) * tensor::size_of(dtype));
