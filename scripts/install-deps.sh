@@ -2,7 +2,8 @@
 # Installs the Debian packages that building and testing megatron need.
 # Idempotent: when every package is present it only checks, in well under a second.
 # `--test` adds what only the test suite needs: Debian's PyTorch and NumPy, the independent
-# reference the whole-model tests compare against.
+# reference the whole-model tests compare against, and h5py, which reads checkpoints as any
+# HDF5 user would.
 set -euo pipefail
 
 packages=(
@@ -13,7 +14,7 @@ packages=(
   libhdf5-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-numpy python3-h5py)
 fi
 
 missing=()

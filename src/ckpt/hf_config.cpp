@@ -32,9 +32,12 @@ std::string text(bool v) { return v ? "true" : "false"; }
 
 std::string torch_dtype(tensor::DType dtype) {
   switch (dtype) {
-    case tensor::DType::Bf16: return "bfloat16";
-    case tensor::DType::F16: return "float16";
-    default: return "float32";
+    case tensor::DType::Bf16:
+      return "bfloat16";
+    case tensor::DType::F16:
+      return "float16";
+    default:
+      return "float32";
   }
 }
 
@@ -51,7 +54,8 @@ class Keys {
     try {
       return j_.at(key).get<T>();
     } catch (const nlohmann::json::exception&) {
-      throw UserError(fmt::format("{}: {} has the wrong type ({})", where_, key, j_.at(key).dump()));
+      throw UserError(
+          fmt::format("{}: {} has the wrong type ({})", where_, key, j_.at(key).dump()));
     }
   }
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
@@ -153,20 +157,20 @@ HfArch hf_architecture(const model::GptConfig& c) {
     const char* why = "learned position embeddings";
     need(c.norm == Norm::LayerNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
          "layernorm");
-    need(c.activation != Activation::Swiglu, "model.activation",
-         std::string(name_of(c.activation)), a, why, "gelu or gelu_tanh");
+    need(c.activation != Activation::Swiglu, "model.activation", std::string(name_of(c.activation)),
+         a, why, "gelu or gelu_tanh");
     need(c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "true");
     need(c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, why, "true");
     need(c.groups == c.heads, "model.num_query_groups", std::to_string(c.groups), a, why,
          fmt::format("{} (model.num_attention_heads: no grouped-query attention)", c.heads));
-    need(c.heads * c.head_dim == c.hidden, "model.kv_channels", std::to_string(c.head_dim), a,
-         why, fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
+    need(c.heads * c.head_dim == c.hidden, "model.kv_channels", std::to_string(c.head_dim), a, why,
+         fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
     return a;
   }
   const HfArch a = HfArch::Llama;
   const char* why = "rotary position embeddings";
-  need(c.rotary_percent == 1.0, "model.rotary_percent", fmt::format("{}", c.rotary_percent), a,
-       why, "1.0");
+  need(c.rotary_percent == 1.0, "model.rotary_percent", fmt::format("{}", c.rotary_percent), a, why,
+       "1.0");
   need(c.norm == Norm::RmsNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
        "rmsnorm");
   need(c.activation == Activation::Swiglu, "model.activation", std::string(name_of(c.activation)),
@@ -235,13 +239,14 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
     m.arch = HfArch::Llama;
     m.config = llama_from(k);
   } else {
-    throw UserError(fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)",
-                                where, type));
+    throw UserError(
+        fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)", where, type));
   }
   model::GptConfig& c = m.config;
   if (c.num_layers <= 0 || c.hidden <= 0 || c.ffn <= 0 || c.vocab <= 0 || c.max_positions <= 0) {
-    throw UserError(where + ": layers, hidden size, ffn size, vocabulary and positions must be "
-                            "positive");
+    throw UserError(where +
+                    ": layers, hidden size, ffn size, vocabulary and positions must be "
+                    "positive");
   }
   c.padded_vocab = round_up(c.vocab, kVocabMultiple);
   c.seq_length = std::min(c.max_positions, kMaxSeqLength);

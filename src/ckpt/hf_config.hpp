@@ -2,9 +2,8 @@
 // learned positions, Llama for rotary), the config.json export writes, and the one import reads.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "ckpt/hf_layout.hpp"
 #include "model/gpt_config.hpp"

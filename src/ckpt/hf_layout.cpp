@@ -13,7 +13,8 @@ class Builder {
   explicit Builder(HfArch arch) { layout_.arch = arch; }
 
   size_t hf(std::string name, std::vector<int64_t> shape, bool transposed = false) {
-    layout_.hf.push_back({.name = std::move(name), .shape = std::move(shape), .transposed = transposed});
+    layout_.hf.push_back(
+        {.name = std::move(name), .shape = std::move(shape), .transposed = transposed});
     return layout_.hf.size() - 1;
   }
   // A megatron tensor that is one Hugging Face tensor whole (`rows` of it: the vocabulary).
@@ -22,8 +23,11 @@ class Builder {
   }
   void add(std::string name, std::vector<int64_t> shape, Split split, int64_t parts,
            std::vector<HfRows> blocks) {
-    layout_.megatron.push_back({.name = std::move(name), .shape = std::move(shape), .split = split,
-                                .parts = parts, .blocks = std::move(blocks)});
+    layout_.megatron.push_back({.name = std::move(name),
+                                .shape = std::move(shape),
+                                .split = split,
+                                .parts = parts,
+                                .blocks = std::move(blocks)});
   }
   HfLayout take() { return std::move(layout_); }
 
@@ -66,7 +70,8 @@ HfLayout gpt2(const model::GptConfig& c) {
           qkv_blocks(c, {bias, 0, q}, {bias, q, kv}, {bias, q + kv, kv}));
     b.same(m + "self_attention.linear_proj.weight", {h, q}, Split::Columns,
            b.hf(t + "attn.c_proj.weight", {q, h}, true));
-    b.same(m + "self_attention.linear_proj.bias", {h}, Split::None, b.hf(t + "attn.c_proj.bias", {h}));
+    b.same(m + "self_attention.linear_proj.bias", {h}, Split::None,
+           b.hf(t + "attn.c_proj.bias", {h}));
     b.same(m + "pre_mlp_layernorm.weight", {h}, Split::None, b.hf(t + "ln_2.weight", {h}));
     b.same(m + "pre_mlp_layernorm.bias", {h}, Split::None, b.hf(t + "ln_2.bias", {h}));
     b.same(m + "mlp.linear_fc1.weight", {c.ffn, h}, Split::Rows,

@@ -1,8 +1,7 @@
 #include "ckpt/hf_recipe.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <map>
 
@@ -74,7 +73,8 @@ class Fields {
     try {
       return std::stoll(text(key));
     } catch (const std::logic_error&) {
-      throw UserError(fmt::format("checkpoint field {} = \"{}\" is not an integer", key, text(key)));
+      throw UserError(
+          fmt::format("checkpoint field {} = \"{}\" is not an integer", key, text(key)));
     }
   }
   double number(const std::string& key) const {
@@ -92,7 +92,8 @@ class Fields {
   template <class E>
   E choice(const std::string& key) const {
     if (auto v = recipe::parse_enum<E>(text(key))) return *v;
-    throw UserError(fmt::format("checkpoint field {} = \"{}\" is not a known value", key, text(key)));
+    throw UserError(
+        fmt::format("checkpoint field {} = \"{}\" is not a known value", key, text(key)));
   }
 
  private:
@@ -141,7 +142,8 @@ model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded
     c.rotary_base = f.number("model.rotary_base");
     // Rotary positions have no table: the recipe's limit (else its sequence length) is what
     // Hugging Face's max_position_embeddings means.
-    c.max_positions = recipe_value<int64_t>(recipe, "model", "max_position_embeddings", c.seq_length);
+    c.max_positions =
+        recipe_value<int64_t>(recipe, "model", "max_position_embeddings", c.seq_length);
     if (c.max_positions <= 0) c.max_positions = 2048;  // a recipe-less checkpoint: Llama's default
   }
   c.norm = f.choice<recipe::Norm>("model.normalization");

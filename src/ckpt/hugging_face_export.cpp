@@ -32,8 +32,8 @@ std::vector<std::vector<Source>> sources_by_hf(const CheckpointReader& ckpt, con
   for (const MegatronTensor& m : layout.megatron) {
     const TensorInfo* info = ckpt.find(kind, m.name);
     if (!info) {
-      throw UserError(fmt::format("{}: the checkpoint has no {} tensor {}", ckpt.dir().string(),
-                                  kind, m.name));
+      throw UserError(
+          fmt::format("{}: the checkpoint has no {} tensor {}", ckpt.dir().string(), kind, m.name));
     }
     if (info->shape != m.shape) {
       throw UserError(fmt::format("{}: {} has shape [{}], its model fields make it [{}]",

@@ -33,7 +33,8 @@ nlohmann::json read_json(const fs::path& path) {
 // saves' rotary frequencies (both recomputed from the config).
 bool is_buffer(HfArch arch, const std::string& name) {
   auto ends_with = [&](std::string_view tail) {
-    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    return name.size() >= tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   if (arch == HfArch::Gpt2) return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
   return ends_with(".rotary_emb.inv_freq");
@@ -56,8 +57,12 @@ HuggingFaceSource::HuggingFaceSource(const fs::path& dir) : dir_(dir) {
   config_.dtype = dtype_;
   for (size_t i = 0; i < layout_.megatron.size(); ++i) {
     const MegatronTensor& m = layout_.megatron[i];
-    tensors_.push_back({.kind = kModel, .name = m.name, .shape = m.shape, .dtype = dtype_,
-                        .split = m.split, .parts = m.parts});
+    tensors_.push_back({.kind = kModel,
+                        .name = m.name,
+                        .shape = m.shape,
+                        .dtype = dtype_,
+                        .split = m.split,
+                        .parts = m.parts});
     index_of_[m.name] = i;
   }
   recipe_ = hf_recipe_yaml(model, dtype_, dir_.string());
@@ -74,7 +79,8 @@ void HuggingFaceSource::open_files(const fs::path& dir) {
       throw UserError(index.string() + ": no weight_map");
     }
     std::set<std::string> unique;
-    for (const auto& [tensor, file] : j["weight_map"].items()) unique.insert(file.get<std::string>());
+    for (const auto& [tensor, file] : j["weight_map"].items())
+      unique.insert(file.get<std::string>());
     names.assign(unique.begin(), unique.end());
   } else if (fs::exists(dir / "model.safetensors")) {
     names.push_back("model.safetensors");
@@ -85,7 +91,8 @@ void HuggingFaceSource::open_files(const fs::path& dir) {
         dir.string()));
   }
   for (const std::string& name : names) {
-    if (name.find('/') != std::string::npos) throw UserError(index.string() + ": bad file name " + name);
+    if (name.find('/') != std::string::npos)
+      throw UserError(index.string() + ": bad file name " + name);
     files_.push_back(std::make_unique<SafetensorsFile>(dir / name));
   }
 }
@@ -193,8 +200,8 @@ void HuggingFaceSource::read_raw(const TensorInfo& t, const std::vector<Box>& bo
   std::byte* at = out.data();
   for (const Box& b : boxes) {
     if (b.col0 < 0 || b.col0 + b.cols > cols || b.row0 < 0) {
-      throw RuntimeFailure(fmt::format("Hugging Face read of {}: box outside [{}, {}]", t.path(),
-                                       rows, cols));
+      throw RuntimeFailure(
+          fmt::format("Hugging Face read of {}: box outside [{}, {}]", t.path(), rows, cols));
     }
     for (int64_t r = b.row0; r < b.row0 + b.rows; ++r, at += size_t(b.cols) * elem) {
       // Past the last row (a vocabulary padded further for more tensor-parallel ranks): the

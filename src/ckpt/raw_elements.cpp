@@ -15,7 +15,9 @@ namespace {
 std::vector<float> to_f32(std::span<const std::byte> in, DType from) {
   std::vector<float> out(in.size() / tensor::size_of(from));
   switch (from) {
-    case DType::F32: std::memcpy(out.data(), in.data(), in.size()); break;
+    case DType::F32:
+      std::memcpy(out.data(), in.data(), in.size());
+      break;
     case DType::Bf16:
       tensor::convert(std::span(reinterpret_cast<const tensor::bf16*>(in.data()), out.size()),
                       std::span<float>(out));
@@ -24,7 +26,8 @@ std::vector<float> to_f32(std::span<const std::byte> in, DType from) {
       tensor::convert(std::span(reinterpret_cast<const tensor::f16*>(in.data()), out.size()),
                       std::span<float>(out));
       break;
-    default: throw RuntimeFailure("convert_elements: not a float dtype");
+    default:
+      throw RuntimeFailure("convert_elements: not a float dtype");
   }
   return out;
 }
@@ -52,7 +55,9 @@ std::vector<std::byte> convert_elements(std::span<const std::byte> in, DType fro
   const std::vector<float> f = to_f32(in, from);
   std::vector<std::byte> out(f.size() * tensor::size_of(to));
   switch (to) {
-    case DType::F32: std::memcpy(out.data(), f.data(), out.size()); break;
+    case DType::F32:
+      std::memcpy(out.data(), f.data(), out.size());
+      break;
     case DType::Bf16:
       tensor::convert(std::span<const float>(f),
                       std::span(reinterpret_cast<tensor::bf16*>(out.data()), f.size()));
@@ -61,21 +66,27 @@ std::vector<std::byte> convert_elements(std::span<const std::byte> in, DType fro
       tensor::convert(std::span<const float>(f),
                       std::span(reinterpret_cast<tensor::f16*>(out.data()), f.size()));
       break;
-    default: throw RuntimeFailure("convert_elements: not a float dtype");
+    default:
+      throw RuntimeFailure("convert_elements: not a float dtype");
   }
   return out;
 }
 
-std::vector<std::byte> transpose_elements(std::span<const std::byte> in, int64_t rows,
-                                          int64_t cols, size_t element_size) {
+std::vector<std::byte> transpose_elements(std::span<const std::byte> in, int64_t rows, int64_t cols,
+                                          size_t element_size) {
   if (in.size() != size_t(rows * cols) * element_size) {
     throw RuntimeFailure("transpose_elements: size does not match the shape");
   }
   std::vector<std::byte> out(in.size());
   switch (element_size) {
-    case 2: transpose_as<uint16_t>(in.data(), out.data(), rows, cols); break;
-    case 4: transpose_as<uint32_t>(in.data(), out.data(), rows, cols); break;
-    default: throw RuntimeFailure("transpose_elements: elements of 2 or 4 bytes only");
+    case 2:
+      transpose_as<uint16_t>(in.data(), out.data(), rows, cols);
+      break;
+    case 4:
+      transpose_as<uint32_t>(in.data(), out.data(), rows, cols);
+      break;
+    default:
+      throw RuntimeFailure("transpose_elements: elements of 2 or 4 bytes only");
   }
   return out;
 }

@@ -16,7 +16,7 @@ std::vector<std::byte> convert_elements(std::span<const std::byte> in, tensor::D
                                         tensor::DType to);
 
 // in [rows, cols] -> [cols, rows], elements of `element_size` bytes.
-std::vector<std::byte> transpose_elements(std::span<const std::byte> in, int64_t rows,
-                                          int64_t cols, size_t element_size);
+std::vector<std::byte> transpose_elements(std::span<const std::byte> in, int64_t rows, int64_t cols,
+                                          size_t element_size);
 
 }  // namespace megatron::ckpt

@@ -1,9 +1,8 @@
 #include "ckpt/safetensors.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,9 +23,9 @@ std::string errno_text() { return std::strerror(errno); }
 
 int64_t element_size(const std::string& dtype_name) {
   static const std::map<std::string, int64_t> sizes{
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
-      {"I8", 1},  {"U64", 8}, {"U32", 4}, {"U16", 2},  {"U8", 1},  {"BOOL", 1},
-      {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+      {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
+      {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   const auto it = sizes.find(dtype_name);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -53,10 +52,14 @@ std::optional<tensor::DType> dtype_from_safetensors(const std::string& name) {
 
 std::string safetensors_dtype_name(tensor::DType dtype) {
   switch (dtype) {
-    case tensor::DType::F32: return "F32";
-    case tensor::DType::Bf16: return "BF16";
-    case tensor::DType::F16: return "F16";
-    default: break;
+    case tensor::DType::F32:
+      return "F32";
+    case tensor::DType::Bf16:
+      return "BF16";
+    case tensor::DType::F16:
+      return "F16";
+    default:
+      break;
   }
   throw UserError(fmt::format("safetensors: dtype {} is not a weight dtype (f32, bf16, f16)",
                               tensor::name(dtype)));
@@ -76,11 +79,13 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
     return UserError(fmt::format("{}: not a valid safetensors file: {}", path_.string(), why));
   };
   unsigned char size_bytes[8];
-  if (size < 8 || ::pread(fd_, size_bytes, 8, 0) != 8) throw bad("shorter than its 8-byte header size");
+  if (size < 8 || ::pread(fd_, size_bytes, 8, 0) != 8)
+    throw bad("shorter than its 8-byte header size");
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | size_bytes[i];
   if (header_size > uint64_t(std::min(kMaxHeader, size - 8))) {
-    throw bad(fmt::format("header size {} does not fit in the file of {} bytes", header_size, size));
+    throw bad(
+        fmt::format("header size {} does not fit in the file of {} bytes", header_size, size));
   }
   std::string text(header_size, '\0');
   if (::pread(fd_, text.data(), header_size, 8) != ssize_t(header_size)) throw bad("short header");
@@ -175,7 +180,8 @@ SafetensorsWriter::SafetensorsWriter(fs::path path, std::vector<SafetensorsTenso
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw RuntimeFailure("cannot create " + path_.string() + ": " + errno_text());
   unsigned char size_bytes[8];
-  for (int i = 0; i < 8; ++i) size_bytes[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    size_bytes[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
   write_all(fd_, size_bytes, 8, path_);
   write_all(fd_, text.data(), text.size(), path_);
 }

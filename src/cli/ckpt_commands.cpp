@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "cli/progress_line.hpp"
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
+#include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
 
@@ -47,15 +49,50 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 struct ConvertArgs {
   std::string load, save, dtype;
+  std::string to, from;  // "hf" or empty
   int64_t tp = 0, pp = 0;  // 0: as the source
   bool quiet = false;
 };
 
+// --to hf: the checkpoint's weights as a Hugging Face model directory.
+void export_hf(const ConvertArgs& a, std::optional<tensor::DType> dtype) {
+  if (a.tp > 0 || a.pp > 0) throw UserError("--to hf writes one whole model: drop --tp and --pp");
+  const fs::path dir = checkpoint_at(a.load);
+  std::error_code ec;
+  if (fs::exists(fs::path(a.save) / "config.json", ec) ||
+      fs::exists(fs::path(a.save) / "model.safetensors", ec)) {
+    throw UserError(a.save + " holds a Hugging Face model already; choose another --save");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ckpt::CheckpointReader reader(dir);
+  ckpt::export_hugging_face(reader, a.save, dtype);
+  std::cout << fmt::format("wrote {} (config.json, model.safetensors) from {} in {:.1f} s\n", a.save,
+                           dir.string(),
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 void convert(const ConvertArgs& a) {
   const std::optional<tensor::DType> dtype = parse_dtype(a.dtype);
-  const fs::path dir = checkpoint_at(a.load);
-  ckpt::CheckpointReader reader(dir);
-  ckpt::CheckpointMeta meta = reader.meta();
+  if ((!a.to.empty() && a.to != "hf") || (!a.from.empty() && a.from != "hf")) {
+    throw UserError("--to and --from take hf (Hugging Face) only");
+  }
+  if (!a.to.empty() && !a.from.empty()) throw UserError("--to hf and --from hf: choose one");
+  if (a.to == "hf") return export_hf(a, dtype);
+  // The source: a checkpoint, or a Hugging Face directory (weights only, iteration 0).
+  std::unique_ptr<ckpt::TensorSource> source;
+  ckpt::CheckpointMeta meta;
+  fs::path dir;
+  if (a.from == "hf") {
+    auto hf = std::make_unique<ckpt::HuggingFaceSource>(a.load);
+    meta = hf->meta();
+    source = std::move(hf);
+    dir = a.load;
+  } else {
+    dir = checkpoint_at(a.load);
+    auto reader = std::make_unique<ckpt::CheckpointReader>(dir);
+    meta = reader->meta();
+    source = std::move(reader);
+  }
   ckpt::RewriteTarget target{.tensor = a.tp > 0 ? a.tp : meta.layout.tensor,
                              .pipeline = a.pp > 0 ? a.pp : meta.layout.pipeline,
                              .dtype = dtype};
@@ -94,7 +131,15 @@ void convert(const ConvertArgs& a) {
            s, done == total);
     };
   }
-  const fs::path written = ckpt::rewrite_checkpoint(reader, meta, target, a.save, progress);
+  const fs::path written = ckpt::rewrite_checkpoint(*source, meta, target, a.save, progress);
+  if (a.from == "hf") {
+    // A recipe for the imported model, to train or fine-tune it from the checkpoint.
+    std::ofstream(fs::path(a.save) / "recipe.yaml") << meta.recipe;
+    std::cout << fmt::format("recipe for this model: {}; train it with megatron run {} "
+                             "checkpoint.load={}\n",
+                             (fs::path(a.save) / "recipe.yaml").string(),
+                             (fs::path(a.save) / "recipe.yaml").string(), a.save);
+  }
   std::cout << fmt::format("wrote {}: tensor {} x pipeline {}, {} ({} rank files) in {:.1f} s\n",
                            written.string(), target.tensor, target.pipeline,
                            dtype ? std::string(tensor::name(*dtype)) : meta.dtype,
@@ -153,12 +198,15 @@ void inspect(const std::string& path, bool show_recipe) {
 void add_checkpoint_commands(CLI::App& app, Actions& actions) {
   auto args = std::make_shared<ConvertArgs>();
   auto* cmd = app.add_subcommand(
-      "convert", "Rewrite a checkpoint for another layout or dtype, offline and tensor by tensor");
+      "convert", "Rewrite a checkpoint for another layout or dtype, offline and tensor by tensor, "
+                 "or to and from Hugging Face (GPT-2, Llama)");
   cmd->add_option("--load", args->load, "Checkpoint to read: an iter_NNNNNNN directory, or a save "
-                                        "directory (its latest)")
+                                        "directory (its latest); with --from hf, a Hugging Face "
+                                        "model directory")
       ->required();
   cmd->add_option("--save", args->save,
-                  "Save directory to write into (gets iter_NNNNNNN and latest)")
+                  "Save directory to write into (gets iter_NNNNNNN and latest); with --to hf, the "
+                  "Hugging Face model directory")
       ->required();
   cmd->add_option("--tp", args->tp, "Tensor-parallel size to write for (default: the source's)")
       ->check(CLI::PositiveNumber);
@@ -166,6 +214,12 @@ void add_checkpoint_commands(CLI::App& app, Actions& actions) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", args->dtype, "Model weights' dtype: f32, bf16 or f16 (default: the "
                                           "source's); 16-bit weights keep f32 masters");
+  cmd->add_option("--to", args->to, "hf: write a Hugging Face model directory (config.json, "
+                                    "model.safetensors) to --save")
+      ->check(CLI::IsMember({"hf"}));
+  cmd->add_option("--from", args->from, "hf: read a Hugging Face model directory (--load) into a "
+                                        "checkpoint (weights only, iteration 0)")
+      ->check(CLI::IsMember({"hf"}));
   cmd->add_flag("--quiet", args->quiet, "No progress line");
   actions.emplace_back(cmd, [args] { convert(*args); });
 

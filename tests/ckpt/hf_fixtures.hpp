@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "ckpt/hf_layout.hpp"
-#include "model/gpt_model.hpp"
-#include "tensor/cpu_backend.hpp"
 #include "ckpt/model_fields.hpp"
 #include "ckpt/tensor_source.hpp"
+#include "model/gpt_model.hpp"
+#include "tensor/cpu_backend.hpp"
 #include "tensor/half.hpp"
 
 namespace megatron::test_support {
@@ -60,7 +60,8 @@ inline std::string hf_recipe_text(const model::GptConfig& c) {
   return "model:\n  norm_epsilon: " + std::to_string(c.norm_eps) +
          "\n  max_position_embeddings: " + std::to_string(c.max_positions) +
          "\n  hidden_dropout: 0.0\n  attention_dropout: 0.0\n  init_method_std: 0.02\n"
-         "data:\n  seq_length: " + std::to_string(c.seq_length) + "\n";
+         "data:\n  seq_length: " +
+         std::to_string(c.seq_length) + "\n";
 }
 
 inline ckpt::CheckpointMeta hf_meta(const model::GptConfig& c, tensor::DType dtype) {
@@ -85,10 +86,12 @@ class MemorySource : public ckpt::TensorSource {
       const ckpt::Split split = p->split == model::TpSplit::Rows      ? ckpt::Split::Rows
                                 : p->split == model::TpSplit::Columns ? ckpt::Split::Columns
                                                                       : ckpt::Split::None;
-      const ckpt::TensorInfo& m =
-          infos_.emplace_back(ckpt::TensorInfo{.kind = ckpt::kModel, .name = p->name,
-                                               .shape = p->global_shape, .dtype = dtype,
-                                               .split = split, .parts = p->parts});
+      const ckpt::TensorInfo& m = infos_.emplace_back(ckpt::TensorInfo{.kind = ckpt::kModel,
+                                                                       .name = p->name,
+                                                                       .shape = p->global_shape,
+                                                                       .dtype = dtype,
+                                                                       .split = split,
+                                                                       .parts = p->parts});
       int64_t n = 1;
       for (int64_t d : m.shape) n *= d;
       std::vector<float> values(static_cast<size_t>(n));

@@ -139,10 +139,10 @@ TEST(HuggingFaceExport, Gpt2WeightsLandWhereGpt2LMHeadModelReadsThem) {
   std::set<std::string> want{"transformer.wte.weight", "transformer.wpe.weight",
                              "transformer.ln_f.weight", "transformer.ln_f.bias"};
   for (const char* l : {"0", "1"}) {
-    for (const char* n : {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
-                          "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
-                          "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight",
-                          "mlp.c_proj.bias"}) {
+    for (const char* n :
+         {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+          "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight",
+          "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"}) {
       want.insert(std::string("transformer.h.") + l + "." + n);
     }
   }
@@ -210,10 +210,10 @@ TEST(HuggingFaceExport, LlamaWithGroupedQueryAttentionSplitsQkvAndGateUp) {
   const SafetensorsFile f(dir.path() / "hf" / "model.safetensors");
   std::set<std::string> want{"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
   for (const char* l : {"0", "1"}) {
-    for (const char* n : {"input_layernorm.weight", "self_attn.q_proj.weight",
-                          "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                          "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-                          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}) {
+    for (const char* n :
+         {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+          "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}) {
       want.insert(std::string("model.layers.") + l + "." + n);
     }
   }
@@ -251,7 +251,8 @@ TEST(HuggingFaceExport, LlamaWithGroupedQueryAttentionSplitsQkvAndGateUp) {
   EXPECT_TRUE(std::equal(up.begin(), up.end(), fc1.begin() + F * H));
   EXPECT_EQ(hf_floats(f, t + "self_attn.o_proj.weight"),
             floats(src.bytes(m + "self_attention.linear_proj.weight")));
-  EXPECT_EQ(hf_floats(f, t + "mlp.down_proj.weight"), floats(src.bytes(m + "mlp.linear_fc2.weight")));
+  EXPECT_EQ(hf_floats(f, t + "mlp.down_proj.weight"),
+            floats(src.bytes(m + "mlp.linear_fc2.weight")));
   EXPECT_EQ(hf_floats(f, "model.norm.weight"), floats(src.bytes("decoder.final_layernorm.weight")));
   const auto head = hf_floats(f, "lm_head.weight");
   const auto out = floats(src.bytes("output_layer.weight"));
@@ -302,7 +303,8 @@ TEST(HuggingFaceImport, MetaDescribesTheModelAndItsRecipeCompilesToTheSameModel)
     EXPECT_EQ(meta.model, model_fields(c));
 
     const fs::path recipe_file = dir.write("imported.yaml", meta.recipe);
-    const recipe::CompiledRecipe compiled = recipe::compile(recipe_file, {.world_from_layout = true});
+    const recipe::CompiledRecipe compiled =
+        recipe::compile(recipe_file, {.world_from_layout = true});
     const model::GptConfig built = model::gpt_config(compiled.recipe, compiled.derived);
     EXPECT_EQ(model_fields(built), meta.model) << meta.recipe;
     EXPECT_EQ(built.padded_vocab, c.padded_vocab);
@@ -318,13 +320,14 @@ TEST(HuggingFaceImport, TensorParallelRewriteHoldsTheSameWeights) {
   checkpoint_and_export(src, c, DType::F32, dir.path());
   const HuggingFaceSource hf(dir.path() / "hf");
   const fs::path tp1 = rewrite_checkpoint(hf, hf.meta(), {}, dir.path() / "tp1");
-  const fs::path tp2 = rewrite_checkpoint(hf, hf.meta(), {.tensor = 2, .pipeline = 2},
-                                          dir.path() / "tp2");
+  const fs::path tp2 =
+      rewrite_checkpoint(hf, hf.meta(), {.tensor = 2, .pipeline = 2}, dir.path() / "tp2");
   const CheckpointReader a(tp1), b(tp2);
   for (const TensorInfo& t : a.tensors()) {
     const TensorInfo* u = b.find(t.kind, t.name);
     ASSERT_NE(u, nullptr) << t.name;
-    const Box all{.row0 = 0, .rows = t.shape[0], .col0 = 0, .cols = t.shape.size() > 1 ? t.shape[1] : 1};
+    const Box all{
+        .row0 = 0, .rows = t.shape[0], .col0 = 0, .cols = t.shape.size() > 1 ? t.shape[1] : 1};
     std::vector<float> x(size_t(all.numel())), y(x.size());
     a.read_f32(t, {all}, x);
     b.read_f32(*u, {all}, y);

@@ -28,10 +28,10 @@ TEST(Safetensors, WriterBytesAreTheFormatAndTheReaderGetsThemBack) {
   const auto path = dir.path() / "m.safetensors";
   const auto a = pattern(2 * 3 * 4, 1), b = pattern(5 * 2, 2), c = pattern(1 * 2 * 2, 3);
   {
-    SafetensorsWriter w(path,
-                        {{"a.weight", DType::F32, {2, 3}}, {"b", DType::Bf16, {5}},
-                         {"c", DType::F16, {1, 2}}},
-                        {{"format", "pt"}});
+    SafetensorsWriter w(
+        path,
+        {{"a.weight", DType::F32, {2, 3}}, {"b", DType::Bf16, {5}}, {"c", DType::F16, {1, 2}}},
+        {{"format", "pt"}});
     w.append(std::span(a).first(7));  // chunks need not follow tensor boundaries
     w.append(std::span(a).subspan(7));
     w.append(b);
@@ -72,9 +72,8 @@ TEST(Safetensors, WriterBytesAreTheFormatAndTheReaderGetsThemBack) {
 
 TEST(Safetensors, ReadsAFileSpelledByHandIncludingDtypesItDoesNotConvert) {
   test_support::TempDir dir;
-  const std::string json =
-      R"({"mask":{"dtype":"BOOL","shape":[2],"data_offsets":[4,6]},)"
-      R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  const std::string json = R"({"mask":{"dtype":"BOOL","shape":[2],"data_offsets":[4,6]},)"
+                           R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   std::string bytes = test_support::little_endian<uint64_t>({json.size()}) + json;
   bytes += test_support::little_endian<uint32_t>({0x3F800000u});  // 1.0f
   bytes += std::string("\x01\x00", 2);

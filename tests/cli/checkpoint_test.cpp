@@ -3,6 +3,7 @@
 // and stop; a crash during a save, a damaged file or another model never cost a good checkpoint.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -240,7 +241,8 @@ struct Damaged : ::testing::Test {
     rank_file = save.path() / "iter_0000002" / "rank_00000.h5";
   }
   CommandResult load() {
-    return run_megatron("run --threads 1 " + kModel + "checkpoint.load=" + save.path().string());
+    return run_megatron("run --threads 1 " + kModel + "checkpoint.load=" + save.path().string() +
+                        " --run-dir " + (save.path() / "run").string());
   }
   test_support::TempDir save;
   fs::path rank_file;
@@ -267,7 +269,8 @@ TEST_F(Damaged, TruncatedFileIsNamed) {
 
 TEST_F(Damaged, AnotherModelNamesTheFirstDifferingField) {
   const CommandResult r = run_megatron("run --threads 1 " + kModel + "model.num_layers=4 "
-                                       "checkpoint.load=" + save.path().string());
+                                       "checkpoint.load=" + save.path().string() + " --run-dir " +
+                                       (save.path() / "run").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the checkpoint's model.num_layers is 8 but the recipe's is 4"),
             std::string::npos) << r.err;
@@ -276,7 +279,8 @@ TEST_F(Damaged, AnotherModelNamesTheFirstDifferingField) {
 TEST(Checkpoint, LoadingANonCheckpointIsOneClearLine) {
   test_support::TempDir empty;
   const CommandResult r = run_megatron("run --threads 1 " + kModel + "checkpoint.load=" +
-                                       empty.path().string());
+                                       empty.path().string() + " --run-dir " +
+                                       (empty.path() / "run").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("holds no checkpoint"), std::string::npos) << r.err;
 }
@@ -358,6 +362,33 @@ TEST(Checkpoint, ConvertRefusesToOverwriteACheckpoint) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("exists already"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(a.path() / "iter_0000002" / "rank_00000.h5"), before);
+}
+
+TEST(Checkpoint, HuggingFaceExportAndImportGiveTheModelBackAndItFineTunes) {
+  // vocab 256 needs no padding rows, so every weight comes back whole and bitwise.
+  test_support::TempDir a, hf, back;
+  ASSERT_EQ(train(1, "training.train_iters=2" + save_to(a.path(), 2)).result.exit_code, 0);
+  const CommandResult to = run_megatron("convert --to hf --load " + a.path().string() + " --save " +
+                                        (hf.path() / "model").string());
+  ASSERT_EQ(to.exit_code, 0) << to.err;
+  EXPECT_TRUE(fs::exists(hf.path() / "model" / "config.json"));
+  const CommandResult from = run_megatron("convert --quiet --from hf --load " +
+                                          (hf.path() / "model").string() + " --save " +
+                                          back.path().string() + " --tp 2");
+  ASSERT_EQ(from.exit_code, 0) << from.err;
+  const auto original = tensors_of(a.path() / "iter_0000002");
+  const auto imported = tensors_of(back.path() / "iter_0000000");
+  EXPECT_EQ(imported.size(), 0u + std::count_if(original.begin(), original.end(), [](const auto& t) {
+              return t.first.rfind("model/", 0) == 0;
+            }));
+  for (const auto& [name, bytes] : imported) EXPECT_EQ(bytes, original.at(name)) << name;
+  // The import's recipe trains from it.
+  const CommandResult tune = run_megatron(
+      "run --nproc 2 " + (back.path() / "recipe.yaml").string() + " parallel.tensor=2 checkpoint.load=" +
+      back.path().string() + " training.train_iters=2 training.lr_warmup_iters=1 --run-dir " +
+      (back.path() / "run").string());
+  EXPECT_EQ(tune.exit_code, 0) << tune.err;
+  EXPECT_NE(tune.err.find("the optimizer starts fresh"), std::string::npos) << tune.err;
 }
 
 TEST(Checkpoint, InspectShowsIterationLayoutModelAndTensors) {
