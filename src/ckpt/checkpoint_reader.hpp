@@ -1,10 +1,12 @@
 // Reading a checkpoint in any layout: the metadata, the list of global tensors, and any
-// rectangles of a global tensor (through the index file's virtual datasets, so the layout it was
-// saved under does not matter), plus a checksum pass over the rank files.
+// rectangles of a global tensor, whatever layout saved it. The index's virtual-dataset mappings
+// say which rank file piece holds which rectangle; each piece is read whole, once, and its
+// CRC-32 checked before any of it is used.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,7 +30,8 @@ class CheckpointReader : public TensorSource {
   // The rectangles `boxes` of a tensor, one after the other, in its own dtype (raw bytes:
   // copying between checkpoints is bitwise) or converted to f32. Rows at or past the tensor's
   // row count (a vocabulary padded further under another tensor-parallel size) repeat its last
-  // row; `zero_past_end` makes them zeros instead (optimizer moments).
+  // row; `zero_past_end` makes them zeros instead (optimizer moments). A piece that fails its
+  // checksum, or a missing rank file, is a UserError naming the file and the tensor.
   void read_raw(const TensorInfo& t, const std::vector<Box>& boxes, std::span<std::byte> out,
                 bool zero_past_end = false) const override;
   void read_f32(const TensorInfo& t, const std::vector<Box>& boxes, std::span<float> out,
@@ -39,10 +42,27 @@ class CheckpointReader : public TensorSource {
   std::string verify(int part, int parts) const;
 
  private:
+  // One piece's place: its rank file and dataset, the rectangle of the global tensor it fills,
+  // and where in the piece that rectangle's first element is.
+  struct Mapping {
+    std::string file, dataset;
+    Box box;
+    int64_t offset = 0;
+  };
+  const std::vector<Mapping>& mappings(const TensorInfo& t) const;
+  // A piece's bytes, read whole and checked (the last one is kept: a tensor's rectangles come
+  // one after the other).
+  const std::vector<std::byte>& piece(const Mapping& m) const;
+  void copy_rows(const TensorInfo& t, const Box& box, std::byte* out) const;
+
   std::filesystem::path dir_;
   h5::Handle file_;
   CheckpointMeta meta_;
   std::vector<TensorInfo> tensors_;
+  mutable std::map<std::string, std::vector<Mapping>> mappings_;  // by tensor path
+  mutable std::map<std::string, h5::Handle> rank_files_;
+  mutable std::string cached_piece_;  // file + ":" + dataset
+  mutable std::vector<std::byte> cached_bytes_;
 };
 
 // Reads just the metadata of a checkpoint directory.

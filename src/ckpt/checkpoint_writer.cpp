@@ -2,27 +2,16 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <fmt/format.h>
 
 #include <map>
 
+#include "ckpt/checksum.hpp"
 #include "core/error.hpp"
 
 namespace megatron::ckpt {
 namespace {
-
-uint32_t crc_of(const std::vector<std::byte>& bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  size_t at = 0;
-  while (at < bytes.size()) {  // zlib takes lengths as uInt
-    const size_t n = std::min<size_t>(bytes.size() - at, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), uInt(n));
-    at += n;
-  }
-  return uint32_t(crc);
-}
 
 // One rank file's piece, as the index needs it.
 struct Source {
@@ -82,7 +71,7 @@ void RankFileWriter::add(const Piece& p) {
   h5::set_attr(d.id(), "tp_rank", p.layout.tp_rank);
   h5::set_attr(d.id(), "tp_size", p.layout.tp_size);
   h5::set_attr(d.id(), "shard_offset", p.offset);
-  h5::set_attr(d.id(), "crc32", int64_t(crc_of(p.bytes)));
+  h5::set_attr(d.id(), "crc32", int64_t(crc32_of(p.bytes)));
 }
 
 void RankFileWriter::finish() {

@@ -1,5 +1,5 @@
 // `megatron convert`: rewrites a checkpoint for another layout or dtype (or to and from Hugging
-// Face); `megatron ckpt inspect`: what a checkpoint holds.
+// Face); `megatron ckpt inspect` and `ckpt verify`: what a checkpoint holds, and whether it is whole.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -232,6 +232,17 @@ void add_checkpoint_commands(CLI::App& app, Actions& actions) {
   show->add_option("checkpoint", *path, "An iter_NNNNNNN directory, or a save directory")->required();
   show->add_flag("--recipe", *recipe, "Print the resolved recipe it was trained with");
   actions.emplace_back(show, [path, recipe] { inspect(*path, *recipe); });
+  auto check_path = std::make_shared<std::string>();
+  auto* check = group->add_subcommand("verify", "Check every piece's CRC-32 (and that every rank "
+                                                "file is there) without loading the checkpoint");
+  check->add_option("checkpoint", *check_path, "An iter_NNNNNNN directory, or a save directory")->required();
+  actions.emplace_back(check, [check_path] {
+    const fs::path dir = checkpoint_at(*check_path);
+    ckpt::CheckpointReader reader(dir);
+    if (const std::string problem = reader.verify(0, 1); !problem.empty()) throw UserError(problem);
+    std::cout << fmt::format("{}: {} rank files, every piece's checksum matches\n", dir.string(),
+                             reader.meta().layout.world);
+  });
 }
 
 }  // namespace megatron::cli

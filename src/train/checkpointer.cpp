@@ -223,21 +223,24 @@ void Checkpointer::publish() {
                double(job.bytes) / 1048576.0, now_s() - job.started_s);
 }
 
-std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
-                                                      ParallelOptimizer& optimizer) {
+std::optional<fs::path> Checkpointer::source() const {
   const auto& cp = compiled_.recipe.checkpoint;
-  std::optional<fs::path> dir;
   if (cp.load) {
-    dir = ckpt::resolve_checkpoint(*cp.load);
+    std::optional<fs::path> dir = ckpt::resolve_checkpoint(*cp.load);
     if (!dir) {
       throw UserError(fmt::format("{}: checkpoint.load: {} holds no checkpoint (neither {} nor "
                                   "latest); check the path, or drop checkpoint.load to start "
                                   "from scratch",
                                   compiled_.file, *cp.load, ckpt::kIndexFile));
     }
-  } else if (cp.save) {
-    dir = ckpt::resolve_checkpoint(*cp.save);
+    return dir;
   }
+  return cp.save ? ckpt::resolve_checkpoint(*cp.save) : std::nullopt;
+}
+
+std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
+                                                      ParallelOptimizer& optimizer) {
+  const std::optional<fs::path> dir = source();
   if (!dir) return std::nullopt;
   const double started = now_s();
   std::string error;
@@ -258,7 +261,6 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
                                     dir->string(), key, theirs, value, dir->string()));
       }
     }
-    error = reader->verify(groups_.world_rank, groups_.world->size());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -284,9 +286,15 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
       }
       return *t;
     };
+    // One buffer for every tensor: fresh large allocations would each cost page faults.
+    std::vector<float> buffer;
+    auto values_for = [&](int64_t n) {
+      if (buffer.size() < size_t(n)) buffer.resize(size_t(n));
+      return std::span<float>(buffer.data(), size_t(n));
+    };
     for (const auto& p : model.parameters().all()) {
       const ckpt::TensorInfo& t = tensor_for(*p);
-      std::vector<float> values(size_t(p->value.numel()));
+      const std::span<float> values = values_for(p->value.numel());
       reader->read_f32(t, ckpt::shard_boxes(layout_of(*p, groups_)), values);
       tensor::write_floats(backend_, p->value, values);
     }
@@ -299,7 +307,7 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
                                                          o.offset, o.offset + o.numel)) {
         boxes.push_back(s.box);
       }
-      std::vector<float> values(size_t(o.numel));
+      const std::span<float> values = values_for(o.numel);
       auto restore = [&](const char* k, tensor::Tensor& into) {
         const ckpt::TensorInfo* t = reader->find(k, o.param->name);
         if (!t) throw UserError(dir_text + ": the checkpoint has no tensor " + k + "/" + o.param->name);

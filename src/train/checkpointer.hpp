@@ -25,6 +25,9 @@ class Checkpointer {
   ~Checkpointer();
 
   bool saving() const { return save_dir_.has_value(); }
+  // The checkpoint load() will read: checkpoint.load, or the one checkpoint.save holds; nullopt
+  // for a fresh run. UserError when checkpoint.load names no checkpoint.
+  std::optional<std::filesystem::path> source() const;
 
   // Loads checkpoint.load (or the checkpoint checkpoint.save already holds, so a resubmitted job
   // continues) into this rank's model and optimizer, resharding as needed. Returns its metadata

@@ -199,7 +199,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     placement.chunks.push_back(chunks[size_t(v * groups.pp_size + groups.coord.pp)]);
   }
   model::GptModel model(backend, config, placement);
-  model.initialise(uint64_t(r.training.seed));
+  Checkpointer checkpointer(c, groups, backend, options.recipe_text, options.overrides);
+  // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.
+  if (!checkpointer.source()) model.initialise(uint64_t(r.training.seed));
 
   ParallelOptimizer optimizer(backend, model.parameters(), groups,
                               {.kind = r.training.optimizer,
@@ -214,7 +216,6 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                               config.tie_embeddings);
   const optim::LossScalerConfig scaling = scaler_config(r.precision);
   optim::LossScaler scaler(scaling);
-  Checkpointer checkpointer(c, groups, backend, options.recipe_text, options.overrides);
   const std::optional<ckpt::CheckpointMeta> resumed = checkpointer.load(model, optimizer);
   if (resumed && scaling.dynamic && resumed->dtype == "f16") {
     scaler.restore(resumed->state.loss_scale, resumed->state.growth_tracker,

@@ -6,7 +6,10 @@
 #include <fstream>
 #include <numeric>
 
+#include <zlib.h>
+
 #include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/checksum.hpp"
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/directory.hpp"
 #include "ckpt/rewrite.hpp"
@@ -191,6 +194,25 @@ TEST(Rewrite, StagesFollowLayerNumbers) {
   EXPECT_EQ(stage_of("decoder.final_layernorm.weight", stages, 2), 1);
   EXPECT_EQ(stage_of("output_layer.weight", stages, 2), 1);
   EXPECT_THROW(stage_of("decoder.layers.7.x", stages, 2), UserError);
+}
+
+}  // namespace
+}  // namespace megatron::ckpt
+
+namespace megatron::ckpt {
+namespace {
+
+TEST(Checksum, IsZlibsCrc32) {
+  const std::string check = "123456789";  // the CRC-32 check value
+  EXPECT_EQ(crc32_of(std::as_bytes(std::span(check.data(), check.size()))), 0xCBF43926u);
+}
+
+TEST(Checksum, SplittingALargePieceOverThreadsGivesTheSameCrc) {
+  std::vector<std::byte> big((size_t(40) << 20) + 12345);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::byte((i * 2654435761u) >> 13);
+  uLong serial = crc32(0L, Z_NULL, 0);
+  serial = crc32(serial, reinterpret_cast<const Bytef*>(big.data()), uInt(big.size()));
+  EXPECT_EQ(crc32_of(big), uint32_t(serial));
 }
 
 }  // namespace

@@ -180,7 +180,8 @@ SignalledRun signal_run(int nproc, const std::string& signal, const fs::path& sa
       " --run-dir " + run_dir.string() + " 2>'" + (dir.path() / "err").string() +
       "' >/dev/null &\npid=$!\n"
       "for i in $(seq 1 1200); do\n"
-      "  [ \"$(grep -c lm_loss '" + run_dir.string() + "/metrics.jsonl' 2>/dev/null)\" -ge 3 ] && break\n"
+      "  n=$(grep -c lm_loss '" + run_dir.string() + "/metrics.jsonl' 2>/dev/null)\n"
+      "  [ \"${n:-0}\" -ge 3 ] && break\n"
       "  sleep 0.1\n"
       "done\n"
       "kill -" + signal + " $pid\n"
@@ -257,6 +258,25 @@ TEST_F(Damaged, FlippedBytesAreFoundByTheChecksumWithFileAndTensorNamed) {
   EXPECT_NE(r.err.find("rank_00000.h5: tensor /"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fails its checksum"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(rank_file), bytes);  // left as it was
+}
+
+TEST_F(Damaged, CkptVerifyFindsWhatLoadingWouldRefuse) {
+  const CommandResult good = run_megatron("ckpt verify " + save.path().string());
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_NE(good.out.find("every piece's checksum matches"), std::string::npos) << good.out;
+  std::string bytes = slurp(rank_file);
+  bytes[bytes.size() / 2] = char(~bytes[bytes.size() / 2]);
+  std::ofstream(rank_file, std::ios::binary | std::ios::trunc) << bytes;
+  const CommandResult bad = run_megatron("ckpt verify " + save.path().string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("fails its checksum"), std::string::npos) << bad.err;
+}
+
+TEST_F(Damaged, AMissingRankFileIsNamed) {
+  std::filesystem::remove(rank_file);
+  const CommandResult r = load();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("rank_00000.h5: no such file"), std::string::npos) << r.err;
 }
 
 TEST_F(Damaged, TruncatedFileIsNamed) {
