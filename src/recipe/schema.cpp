@@ -268,8 +268,10 @@ std::vector<FieldSpec> other_fields() {
       return bind("checkpoint", &Recipe::checkpoint, key, member, std::move(doc), std::move(limits));
     };
     out.push_back(c("save", &S::save, "Directory checkpoints are written to.", derived("no saving")));
-    out.push_back(c("load", &S::load, "Checkpoint directory to start from.",
-                    derived("checkpoint.save when it holds a checkpoint")));
+    out.push_back(c("load", &S::load,
+                    "Checkpoint to start from (an iter_N directory, or a save directory) while "
+                    "checkpoint.save holds none of this run's own.",
+                    derived("none: a fresh run, or checkpoint.save's latest when there is one")));
     out.push_back(c("interval", &S::interval, "Save every this many iterations.",
                     derived("only at the end")));
     out.push_back(c("keep_last", &S::keep_last, "Keep only the newest K checkpoints.",

@@ -225,23 +225,32 @@ void Checkpointer::publish() {
 
 std::optional<fs::path> Checkpointer::source() const {
   const auto& cp = compiled_.recipe.checkpoint;
-  if (cp.load) {
-    std::optional<fs::path> dir = ckpt::resolve_checkpoint(*cp.load);
-    if (!dir) {
-      throw UserError(fmt::format("{}: checkpoint.load: {} holds no checkpoint (neither {} nor "
-                                  "latest); check the path, or drop checkpoint.load to start "
-                                  "from scratch",
-                                  compiled_.file, *cp.load, ckpt::kIndexFile));
-    }
-    return dir;
+  // The run's own newest checkpoint first: a resubmitted fine-tuning job continues where it
+  // stopped instead of starting over from checkpoint.load.
+  if (cp.save) {
+    if (std::optional<fs::path> own = ckpt::resolve_checkpoint(*cp.save)) return own;
   }
-  return cp.save ? ckpt::resolve_checkpoint(*cp.save) : std::nullopt;
+  if (!cp.load) return std::nullopt;
+  std::optional<fs::path> dir = ckpt::resolve_checkpoint(*cp.load);
+  if (!dir) {
+    throw UserError(fmt::format("{}: checkpoint.load: {} holds no checkpoint (neither {} nor "
+                                "latest); check the path, or drop checkpoint.load to start "
+                                "from scratch",
+                                compiled_.file, *cp.load, ckpt::kIndexFile));
+  }
+  return dir;
 }
 
 std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
                                                       ParallelOptimizer& optimizer) {
   const std::optional<fs::path> dir = source();
   if (!dir) return std::nullopt;
+  const auto& cp = compiled_.recipe.checkpoint;
+  if (cp.load && cp.save && dir->parent_path() == fs::path(*cp.save)) {
+    spdlog::info("checkpoint.save holds checkpoints of this run already: continuing from {} "
+                 "rather than checkpoint.load ({})",
+                 dir->string(), *cp.load);
+  }
   const double started = now_s();
   std::string error;
   std::optional<ckpt::CheckpointReader> reader;

@@ -25,12 +25,12 @@ class Checkpointer {
   ~Checkpointer();
 
   bool saving() const { return save_dir_.has_value(); }
-  // The checkpoint load() will read: checkpoint.load, or the one checkpoint.save holds; nullopt
-  // for a fresh run. UserError when checkpoint.load names no checkpoint.
+  // The checkpoint load() will read: the newest one checkpoint.save holds (the run's own), else
+  // checkpoint.load; nullopt for a fresh run. UserError when checkpoint.load names none.
   std::optional<std::filesystem::path> source() const;
 
-  // Loads checkpoint.load (or the checkpoint checkpoint.save already holds, so a resubmitted job
-  // continues) into this rank's model and optimizer, resharding as needed. Returns its metadata
+  // Loads source() (so a resubmitted job continues from its own newest checkpoint) into this
+  // rank's model and optimizer, resharding as needed. Returns its metadata
   // (where the run stands), or nullopt when there is nothing to load. Collective.
   std::optional<ckpt::CheckpointMeta> load(model::GptModel& model, ParallelOptimizer& optimizer);
 

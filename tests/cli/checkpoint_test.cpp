@@ -137,6 +137,22 @@ TEST(Checkpoint, ResubmittedJobContinuesFromItsSaveDirectory) {
   EXPECT_EQ(latest(save.path()), "iter_0000010");
 }
 
+TEST(Checkpoint, TheRunsOwnCheckpointWinsOverCheckpointLoad) {
+  // A fine-tuning job: starts from `load` once, then continues from its own `save`.
+  test_support::TempDir pretrained, own;
+  ASSERT_EQ(train(1, "training.train_iters=2" + save_to(pretrained.path(), 2)).result.exit_code, 0);
+  const std::string job = "checkpoint.load=" + pretrained.path().string() + save_to(own.path(), 1);
+  const Training first = train(1, job + " training.train_iters=4 training.exit_duration_minutes=0.0001");
+  ASSERT_EQ(first.result.exit_code, 0) << first.result.err;
+  ASSERT_EQ(first.metrics.front().iteration, 3);
+  EXPECT_EQ(latest(own.path()), "iter_0000003");
+  const Training again = train(1, job + " training.train_iters=4");
+  ASSERT_EQ(again.result.exit_code, 0) << again.result.err;
+  EXPECT_NE(again.result.err.find("rather than checkpoint.load"), std::string::npos) << again.result.err;
+  ASSERT_FALSE(again.metrics.empty());
+  EXPECT_EQ(again.metrics.front().iteration, 4);
+}
+
 // ---- other layouts -------------------------------------------------------------------------
 
 TEST(Checkpoint, SavedUnderOneLayoutContinuesUnderOthers) {
