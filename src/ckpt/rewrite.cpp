@@ -2,13 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <map>
 
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/directory.hpp"
+#include "ckpt/raw_elements.hpp"
 #include "core/error.hpp"
-#include "tensor/half.hpp"
 
 namespace megatron::ckpt {
 namespace fs = std::filesystem;
@@ -26,30 +25,6 @@ int64_t layer_of(const std::string& name) {
     digits = true;
   }
   return digits ? layer : -1;
-}
-
-std::vector<float> to_f32(tensor::DType dtype, const std::vector<std::byte>& raw) {
-  std::vector<float> out(raw.size() / tensor::size_of(dtype));
-  if (dtype == tensor::DType::F32) {
-    std::memcpy(out.data(), raw.data(), raw.size());
-  } else if (dtype == tensor::DType::Bf16) {
-    tensor::convert(std::span(reinterpret_cast<const tensor::bf16*>(raw.data()), out.size()), out);
-  } else {
-    tensor::convert(std::span(reinterpret_cast<const tensor::f16*>(raw.data()), out.size()), out);
-  }
-  return out;
-}
-
-std::vector<std::byte> from_f32(tensor::DType dtype, const std::vector<float>& values) {
-  std::vector<std::byte> out(values.size() * tensor::size_of(dtype));
-  if (dtype == tensor::DType::F32) {
-    std::memcpy(out.data(), values.data(), out.size());
-  } else if (dtype == tensor::DType::Bf16) {
-    tensor::convert(values, std::span(reinterpret_cast<tensor::bf16*>(out.data()), values.size()));
-  } else {
-    tensor::convert(values, std::span(reinterpret_cast<tensor::f16*>(out.data()), values.size()));
-  }
-  return out;
 }
 
 }  // namespace
@@ -148,7 +123,7 @@ fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
         std::vector<std::byte> raw(size_t(total_numel(boxes)) * tensor::size_of(t.dtype));
         source.read_raw(t, boxes, raw, t.kind != kModel && t.kind != kMaster);
         Piece piece{.kind = job.kind, .name = t.name, .layout = layout, .dtype = job.dtype};
-        piece.bytes = job.dtype == t.dtype ? std::move(raw) : from_f32(job.dtype, to_f32(t.dtype, raw));
+        piece.bytes = job.dtype == t.dtype ? std::move(raw) : convert_elements(raw, t.dtype, job.dtype);
         writer.add(piece);
         if (progress) progress(++done, total);
       }
