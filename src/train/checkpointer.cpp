@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <fstream>
 #include <fmt/format.h>
 
 #include "ckpt/checkpoint_reader.hpp"
@@ -105,7 +106,22 @@ Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
       recipe_text_(std::move(recipe_text)),
       overrides_(std::move(overrides)),
       config_(model::gpt_config(compiled.recipe, compiled.derived)) {
-  if (compiled.recipe.checkpoint.save) save_dir_ = fs::path(*compiled.recipe.checkpoint.save);
+  if (!compiled.recipe.checkpoint.save) return;
+  save_dir_ = fs::path(*compiled.recipe.checkpoint.save);
+  // Refuse a save directory that cannot be written now, not after hours of training.
+  std::string error;
+  if (groups_.world_rank == 0) {
+    std::error_code ec;
+    fs::create_directories(*save_dir_, ec);
+    const fs::path probe = *save_dir_ / ".megatron-write-test";
+    if (!ec) std::ofstream(probe) << "ok";
+    if (ec || !fs::exists(probe)) {
+      error = fmt::format("{}: checkpoint.save: cannot write to {}{}; choose a writable directory",
+                          compiled.file, save_dir_->string(), ec ? ": " + ec.message() : "");
+    }
+    fs::remove(probe, ec);
+  }
+  if (const std::string e = first_error(backend_, *groups_.world, error); !e.empty()) throw UserError(e);
 }
 
 Checkpointer::~Checkpointer() {

@@ -312,6 +312,15 @@ TEST_F(Damaged, AnotherModelNamesTheFirstDifferingField) {
             std::string::npos) << r.err;
 }
 
+TEST(Checkpoint, AnUnwritableSaveDirectoryIsRefusedBeforeTraining) {
+  test_support::TempDir dir;
+  const CommandResult r = run_megatron("run --threads 1 " + kModel + "checkpoint.save=/proc/nope"
+                                       " --run-dir " + (dir.path() / "run").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("checkpoint.save: cannot write to /proc/nope"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("consumed samples"), std::string::npos) << r.err;  // no training happened
+}
+
 TEST(Checkpoint, LoadingANonCheckpointIsOneClearLine) {
   test_support::TempDir empty;
   const CommandResult r = run_megatron("run --threads 1 " + kModel + "checkpoint.load=" +
