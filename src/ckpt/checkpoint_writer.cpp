@@ -63,7 +63,7 @@ RankFileWriter::RankFileWriter(const std::filesystem::path& dir, int rank)
 }
 
 void RankFileWriter::add(const Piece& p) {
-  h5::Handle d = h5::write_vector(file_.id(), "/" + p.kind + "/" + p.name, p.dtype, p.bytes.data(),
+  h5::Handle d = h5::write_vector(file_.id(), "/" + p.kind + "/" + p.name, p.dtype, p.data().data(),
                                   p.numel());
   h5::set_attr(d.id(), "global_shape", p.layout.global_shape);
   h5::set_attr(d.id(), "split", split_name(p.layout.split));
@@ -71,7 +71,7 @@ void RankFileWriter::add(const Piece& p) {
   h5::set_attr(d.id(), "tp_rank", p.layout.tp_rank);
   h5::set_attr(d.id(), "tp_size", p.layout.tp_size);
   h5::set_attr(d.id(), "shard_offset", p.offset);
-  h5::set_attr(d.id(), "crc32", int64_t(crc32_of(p.bytes)));
+  h5::set_attr(d.id(), "crc32", int64_t(crc32_of(p.data())));
 }
 
 void RankFileWriter::finish() {

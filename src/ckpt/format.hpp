@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,7 +65,8 @@ struct CheckpointMeta {
 
 // One rank's part of one tensor: elements [offset, offset + numel) of its tensor-parallel shard
 // (offset 0 and the whole shard unless a distributed optimizer owns a slice), as raw bytes of
-// `dtype`. Owns its bytes, so a background thread can write it while training goes on.
+// `dtype`. It owns its bytes (a copy a background thread can write while training goes on), or
+// borrows them from a tensor in host memory for a save that completes before training resumes.
 struct Piece {
   std::string kind;
   std::string name;
@@ -72,7 +74,9 @@ struct Piece {
   int64_t offset = 0;
   tensor::DType dtype = tensor::DType::F32;
   std::vector<std::byte> bytes;
-  int64_t numel() const { return int64_t(bytes.size() / tensor::size_of(dtype)); }
+  std::span<const std::byte> borrowed;  // used when `bytes` is empty
+  std::span<const std::byte> data() const { return bytes.empty() ? borrowed : std::span(bytes); }
+  int64_t numel() const { return int64_t(data().size() / tensor::size_of(dtype)); }
 };
 
 // A global tensor of a checkpoint, as its index file describes it.

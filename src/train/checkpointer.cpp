@@ -130,12 +130,18 @@ Checkpointer::~Checkpointer() {
 }
 
 std::vector<ckpt::Piece> Checkpointer::pieces(const model::GptModel& model,
-                                              ParallelOptimizer& optimizer) const {
+                                              ParallelOptimizer& optimizer, bool copy) const {
   std::vector<ckpt::Piece> out;
   const bool first_replica = groups_.coord.dp == 0;
   auto add = [&](const char* kind, const model::Parameter& p, int64_t offset, const tensor::Tensor& t) {
-    out.push_back({.kind = kind, .name = p.name, .layout = layout_of(p, groups_), .offset = offset,
-                   .dtype = t.dtype(), .bytes = bytes_of(backend_, t)});
+    ckpt::Piece piece{.kind = kind, .name = p.name, .layout = layout_of(p, groups_),
+                      .offset = offset, .dtype = t.dtype()};
+    if (copy || t.device() != tensor::Device::Cpu) {
+      piece.bytes = bytes_of(backend_, t);
+    } else {
+      piece.borrowed = std::span(static_cast<const std::byte*>(t.raw()), t.bytes());
+    }
+    out.push_back(std::move(piece));
   };
   if (first_replica) {
     for (const auto& p : model.parameters().all()) {
@@ -159,9 +165,10 @@ void Checkpointer::save(const model::GptModel& model, ParallelOptimizer& optimiz
   finish();
   const auto& r = compiled_.recipe;
   const double started = now_s();
-  std::vector<ckpt::Piece> mine = pieces(model, optimizer);
+  backend_.synchronize();
+  std::vector<ckpt::Piece> mine = pieces(model, optimizer, r.checkpoint.async_save);
   int64_t bytes = 0;
-  for (const ckpt::Piece& p : mine) bytes += int64_t(p.bytes.size());
+  for (const ckpt::Piece& p : mine) bytes += int64_t(p.data().size());
   ckpt::CheckpointMeta meta{
       .state = state,
       .layout = {.world = groups_.world->size(), .tensor = groups_.tp_size,
@@ -317,11 +324,21 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
       if (buffer.size() < size_t(n)) buffer.resize(size_t(n));
       return std::span<float>(buffer.data(), size_t(n));
     };
+    // Straight into the tensor when it is in host memory in the checkpoint's dtype; else
+    // through f32.
+    auto read_into = [&](const ckpt::TensorInfo& t, const std::vector<ckpt::Box>& boxes,
+                         tensor::Tensor& into, bool zero_past_end) {
+      if (t.dtype == into.dtype() && into.device() == tensor::Device::Cpu) {
+        reader->read_raw(t, boxes, std::span(static_cast<std::byte*>(into.raw()), into.bytes()),
+                         zero_past_end);
+        return;
+      }
+      const std::span<float> values = values_for(into.numel());
+      reader->read_f32(t, boxes, values, zero_past_end);
+      tensor::write_floats(backend_, into, values);
+    };
     for (const auto& p : model.parameters().all()) {
-      const ckpt::TensorInfo& t = tensor_for(*p);
-      const std::span<float> values = values_for(p->value.numel());
-      reader->read_f32(t, ckpt::shard_boxes(layout_of(*p, groups_)), values);
-      tensor::write_floats(backend_, p->value, values);
+      read_into(tensor_for(*p), ckpt::shard_boxes(layout_of(*p, groups_)), p->value, false);
     }
     const bool adam = compiled_.recipe.training.optimizer == recipe::Optimizer::AdamW;
     const std::string kind(recipe::name_of(compiled_.recipe.training.optimizer));
@@ -332,18 +349,15 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
                                                          o.offset, o.offset + o.numel)) {
         boxes.push_back(s.box);
       }
-      const std::span<float> values = values_for(o.numel);
       auto restore = [&](const char* k, tensor::Tensor& into) {
         const ckpt::TensorInfo* t = reader->find(k, o.param->name);
         if (!t) throw UserError(dir_text + ": the checkpoint has no tensor " + k + "/" + o.param->name);
-        reader->read_f32(*t, boxes, values, /*zero_past_end=*/true);
-        tensor::write_floats(backend_, into, values);
+        read_into(*t, boxes, into, /*zero_past_end=*/true);
       };
       if (config_.dtype != tensor::DType::F32) {
         // The f32 master: saved by a 16-bit run; else the (f32) weights themselves.
         const ckpt::TensorInfo* master = reader->find(ckpt::kMaster, o.param->name);
-        reader->read_f32(master ? *master : tensor_for(*o.param), boxes, values);
-        tensor::write_floats(backend_, *o.state.master, values);
+        read_into(master ? *master : tensor_for(*o.param), boxes, *o.state.master, false);
       }
       if (fresh_optimizer) continue;  // moments stay zero
       restore(adam ? ckpt::kExpAvg : ckpt::kMomentum, *o.state.moment1);

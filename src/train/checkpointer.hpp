@@ -46,7 +46,10 @@ class Checkpointer {
   void finish();
 
  private:
-  std::vector<ckpt::Piece> pieces(const model::GptModel& model, ParallelOptimizer& optimizer) const;
+  // `copy`: pieces own copies of the tensors (a background save); else they borrow host
+  // tensors' memory where they can.
+  std::vector<ckpt::Piece> pieces(const model::GptModel& model, ParallelOptimizer& optimizer,
+                                  bool copy) const;
   void publish();  // collective: agree that every rank wrote, then rank 0 publishes
 
   const recipe::CompiledRecipe& compiled_;
