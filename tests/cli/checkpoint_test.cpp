@@ -428,7 +428,7 @@ TEST(Checkpoint, HuggingFaceExportAndImportGiveTheModelBackAndItFineTunes) {
             }));
   for (const auto& [name, bytes] : imported) EXPECT_EQ(bytes, original.at(name)) << name;
   // The import's recipe trains from it.
-  const CommandResult tune = run_megatron(
+  const CommandResult tune = run_job(
       "run --nproc 2 " + (back.path() / "recipe.yaml").string() + " parallel.tensor=2 checkpoint.load=" +
       back.path().string() + " training.train_iters=2 training.lr_warmup_iters=1 --run-dir " +
       (back.path() / "run").string());
