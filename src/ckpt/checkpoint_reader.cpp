@@ -71,24 +71,34 @@ const std::vector<CheckpointReader::Mapping>& CheckpointReader::mappings(const T
   return mappings_.emplace(t.path(), std::move(out)).first->second;
 }
 
+namespace {
+
+// Dataset `path` of an open rank file, read whole into `bytes` and checked against its CRC-32.
+void read_checked(hid_t file, const fs::path& file_path, const std::string& path,
+                  std::vector<std::byte>& bytes) {
+  h5::Handle d = h5::open_dataset(file, path, file_path.string());
+  const int64_t n = h5::dataset_shape(d.id()).at(0);
+  bytes.resize(size_t(n) * tensor::size_of(h5::dtype_of_dataset(d.id())));
+  if (n > 0) h5::read_box(d.id(), {0}, {n}, bytes.data());
+  const uint32_t crc = crc32_of(bytes);
+  const int64_t stored = h5::int_attr(d.id(), "crc32");
+  if (int64_t(crc) != stored) {
+    throw UserError(fmt::format("{}: tensor {} fails its checksum (stored {:08x}, read {:08x}): the "
+                                "file is damaged; load an earlier checkpoint",
+                                file_path.string(), path, uint32_t(stored), crc));
+  }
+}
+
+}  // namespace
+
 const std::vector<std::byte>& CheckpointReader::piece(const Mapping& m) const {
   const std::string key = m.file + ":" + m.dataset;
   if (key == cached_piece_) return cached_bytes_;
   const fs::path path = dir_ / m.file;
   auto file = rank_files_.find(m.file);
   if (file == rank_files_.end()) file = rank_files_.emplace(m.file, h5::open_file(path)).first;
-  h5::Handle d = h5::open_dataset(file->second.id(), m.dataset, path.string());
-  const int64_t n = h5::dataset_shape(d.id()).at(0);
   cached_piece_.clear();
-  cached_bytes_.resize(size_t(n) * tensor::size_of(h5::dtype_of_dataset(d.id())));
-  if (n > 0) h5::read_box(d.id(), {0}, {n}, cached_bytes_.data());
-  const uint32_t crc = crc32_of(cached_bytes_);
-  const int64_t stored = h5::int_attr(d.id(), "crc32");
-  if (int64_t(crc) != stored) {
-    throw UserError(fmt::format("{}: tensor {} fails its checksum (stored {:08x}, read {:08x}): the "
-                                "file is damaged; load an earlier checkpoint",
-                                path.string(), m.dataset, uint32_t(stored), crc));
-  }
+  read_checked(file->second.id(), path, m.dataset, cached_bytes_);
   cached_piece_ = key;
   return cached_bytes_;
 }
@@ -167,20 +177,10 @@ std::string CheckpointReader::verify(int part, int parts) const {
     const fs::path path = dir_ / name;
     try {
       h5::Handle file = h5::open_file(path);
+      std::vector<std::byte> bytes;
       for (const std::string& kind : tensor_kinds()) {
         for (const std::string& tensor : h5::children(file.id(), "/" + kind)) {
-          const std::string dpath = "/" + kind + "/" + tensor;
-          h5::Handle d = h5::open_dataset(file.id(), dpath, path.string());
-          const int64_t n = h5::dataset_shape(d.id()).at(0);
-          std::vector<std::byte> bytes(size_t(n) * tensor::size_of(h5::dtype_of_dataset(d.id())));
-          if (n > 0) h5::read_box(d.id(), {0}, {n}, bytes.data());
-          const uint32_t crc = crc32_of(bytes);
-          const int64_t stored = h5::int_attr(d.id(), "crc32");
-          if (int64_t(crc) != stored) {
-            return fmt::format("{}: tensor {} fails its checksum (stored {:08x}, read {:08x}): the "
-                               "file is damaged; load an earlier checkpoint",
-                               path.string(), dpath, uint32_t(stored), crc);
-          }
+          read_checked(file.id(), path, "/" + kind + "/" + tensor, bytes);
         }
       }
     } catch (const std::exception& e) {

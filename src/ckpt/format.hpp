@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -62,6 +63,13 @@ struct CheckpointMeta {
   std::string created;          // UTC time, ISO 8601
   std::string version;          // megatron version that wrote it
 };
+
+// The checkpoint's value of a model field ("model.num_layers"), or nullopt when not recorded.
+inline std::optional<std::string> model_field(const CheckpointMeta& meta, const std::string& key) {
+  for (const auto& [k, v] : meta.model)
+    if (k == key) return v;
+  return std::nullopt;
+}
 
 // One rank's part of one tensor: elements [offset, offset + numel) of its tensor-parallel shard
 // (offset 0 and the whole shard unless a distributed optimizer owns a slice), as raw bytes of

@@ -14,6 +14,7 @@
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
+#include "tensor/tensor.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -35,16 +36,6 @@ fs::path checkpoint_at(const std::string& path) {
                            "iter_NNNNNNN directory or a save directory");
   }
   return *dir;
-}
-
-std::string field(const ckpt::CheckpointMeta& meta, const std::string& key) {
-  for (const auto& [k, v] : meta.model)
-    if (k == key) return v;
-  return "";
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return "[" + fmt::format("{}", fmt::join(shape, ", ")) + "]";
 }
 
 struct ConvertArgs {
@@ -97,7 +88,7 @@ void convert(const ConvertArgs& a) {
                              .pipeline = a.pp > 0 ? a.pp : meta.layout.pipeline,
                              .dtype = dtype};
   for (const char* key : {"model.num_attention_heads", "model.num_query_groups"}) {
-    const std::string v = field(meta, key);
+    const std::string v = ckpt::model_field(meta, key).value_or("");
     if (!v.empty() && std::stoll(v) % target.tensor != 0) {
       throw UserError(fmt::format("--tp {}: the model's {} ({}) is not divisible by it", target.tensor,
                                   key, v));
@@ -184,7 +175,7 @@ void inspect(const std::string& path, bool show_recipe) {
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     bytes += n * int64_t(tensor::size_of(t.dtype));
-    std::cout << fmt::format("  {}/{} {} {} (split {}{})\n", t.kind, t.name, shape_text(t.shape),
+    std::cout << fmt::format("  {}/{} {} {} (split {}{})\n", t.kind, t.name, tensor::to_string(t.shape),
                              tensor::name(t.dtype), ckpt::split_name(t.split),
                              t.parts > 1 ? fmt::format(", {} parts", t.parts) : "");
   }

@@ -12,6 +12,7 @@
 #include "ckpt/model_fields.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "tensor/tensor.hpp"
 #include "dist/fault_injection.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
@@ -89,10 +90,6 @@ std::string first_error(tensor::Backend& backend, dist::Communicator& world, con
 
 bool is_vocab_tensor(const std::string& name) {
   return name == "embedding.word_embeddings.weight" || name == "output_layer.weight";
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return "[" + fmt::format("{}", fmt::join(shape, ", ")) + "]";
 }
 
 }  // namespace
@@ -282,10 +279,7 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
     // Model first: a different model is the likeliest mistake, and names one field.
     const auto mine = ckpt::model_fields(config_);
     for (const auto& [key, value] : mine) {
-      std::string theirs = "(not recorded)";
-      for (const auto& [k, v] : reader->meta().model) {
-        if (k == key) theirs = v;
-      }
+      const std::string theirs = ckpt::model_field(reader->meta(), key).value_or("(not recorded)");
       if (theirs != value) {
         throw UserError(fmt::format("{}: the checkpoint's {} is {} but the recipe's is {}: load it "
                                     "with the model it was trained with (megatron ckpt inspect {} "
@@ -314,7 +308,7 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
       if (!same) {
         throw UserError(fmt::format("{}: tensor model/{} is {} in the checkpoint but the recipe's "
                                     "model needs {}",
-                                    dir_text, p.name, shape_text(t->shape), shape_text(p.global_shape)));
+                                    dir_text, p.name, tensor::to_string(t->shape), tensor::to_string(p.global_shape)));
       }
       return *t;
     };

@@ -36,6 +36,12 @@ Training train(int nproc, const std::string& overrides, const std::string& env =
   return run;
 }
 
+// One process that is expected to fail before or while loading; its run directory is dir/run.
+CommandResult run_in(const fs::path& dir, const std::string& overrides) {
+  return run_megatron("run --threads 1 " + kModel + overrides + " --run-dir " +
+                      (dir / "run").string());
+}
+
 std::string save_to(const fs::path& dir, int64_t interval) {
   return " checkpoint.save=" + dir.string() + " checkpoint.interval=" + std::to_string(interval) + " ";
 }
@@ -258,8 +264,7 @@ struct Damaged : ::testing::Test {
     rank_file = save.path() / "iter_0000002" / "rank_00000.h5";
   }
   CommandResult load() {
-    return run_megatron("run --threads 1 " + kModel + "checkpoint.load=" + save.path().string() +
-                        " --run-dir " + (save.path() / "run").string());
+    return run_in(save.path(), "checkpoint.load=" + save.path().string());
   }
   test_support::TempDir save;
   fs::path rank_file;
@@ -304,9 +309,7 @@ TEST_F(Damaged, TruncatedFileIsNamed) {
 }
 
 TEST_F(Damaged, AnotherModelNamesTheFirstDifferingField) {
-  const CommandResult r = run_megatron("run --threads 1 " + kModel + "model.num_layers=4 "
-                                       "checkpoint.load=" + save.path().string() + " --run-dir " +
-                                       (save.path() / "run").string());
+  const CommandResult r = run_in(save.path(), "model.num_layers=4 checkpoint.load=" + save.path().string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the checkpoint's model.num_layers is 8 but the recipe's is 4"),
             std::string::npos) << r.err;
@@ -314,8 +317,7 @@ TEST_F(Damaged, AnotherModelNamesTheFirstDifferingField) {
 
 TEST(Checkpoint, AnUnwritableSaveDirectoryIsRefusedBeforeTraining) {
   test_support::TempDir dir;
-  const CommandResult r = run_megatron("run --threads 1 " + kModel + "checkpoint.save=/proc/nope"
-                                       " --run-dir " + (dir.path() / "run").string());
+  const CommandResult r = run_in(dir.path(), "checkpoint.save=/proc/nope");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("checkpoint.save: cannot write to /proc/nope"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("consumed samples"), std::string::npos) << r.err;  // no training happened
@@ -323,9 +325,7 @@ TEST(Checkpoint, AnUnwritableSaveDirectoryIsRefusedBeforeTraining) {
 
 TEST(Checkpoint, LoadingANonCheckpointIsOneClearLine) {
   test_support::TempDir empty;
-  const CommandResult r = run_megatron("run --threads 1 " + kModel + "checkpoint.load=" +
-                                       empty.path().string() + " --run-dir " +
-                                       (empty.path() / "run").string());
+  const CommandResult r = run_in(empty.path(), "checkpoint.load=" + empty.path().string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("holds no checkpoint"), std::string::npos) << r.err;
 }
@@ -434,6 +434,21 @@ TEST(Checkpoint, HuggingFaceExportAndImportGiveTheModelBackAndItFineTunes) {
       (back.path() / "run").string());
   EXPECT_EQ(tune.exit_code, 0) << tune.err;
   EXPECT_NE(tune.err.find("the optimizer starts fresh"), std::string::npos) << tune.err;
+}
+
+TEST(Checkpoint, ConvertRefusesALayoutTheModelCannotTake) {
+  test_support::TempDir a, b;
+  ASSERT_EQ(train(1, "training.train_iters=2" + save_to(a.path(), 2)).result.exit_code, 0);
+  const CommandResult tp = run_megatron("convert --quiet --load " + a.path().string() + " --save " +
+                                        b.path().string() + " --tp 3");
+  EXPECT_EQ(tp.exit_code, 2) << tp.err;
+  EXPECT_NE(tp.err.find("--tp 3: the model's model.num_attention_heads (4) is not divisible by it"),
+            std::string::npos) << tp.err;
+  const CommandResult hf = run_megatron("convert --to hf --load " + a.path().string() + " --save " +
+                                        b.path().string() + " --tp 2");
+  EXPECT_EQ(hf.exit_code, 2) << hf.err;
+  EXPECT_NE(hf.err.find("drop --tp and --pp"), std::string::npos) << hf.err;
+  EXPECT_FALSE(fs::exists(b.path() / "latest"));
 }
 
 TEST(Checkpoint, InspectShowsIterationLayoutModelAndTensors) {
