@@ -1,0 +1,118 @@
+// The CUDA backend's ops on device tensors, one function per Backend op (see
+// tensor/backend.hpp for what each computes); CudaBackend forwards to these.
+//
+// Every function enqueues its work on `stream` and returns without waiting, except the
+// reductions, which return a host value and so synchronise the stream. Shapes and dtypes are
+// checked on the host and a mismatch throws std::logic_error("cuda backend: OP: ..."); a CUDA
+// failure throws std::runtime_error naming the op. Scratch device memory comes from
+// `workspace`, which is reused by the next op on the same stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/backend.hpp"
+
+namespace megatron::kernels {
+
+using tensor::AdamWStep;
+using tensor::AttentionOptions;
+using tensor::AttentionShape;
+using tensor::RngKey;
+using tensor::RotaryOptions;
+using tensor::SgdStep;
+using tensor::Tensor;
+using tensor::VocabShard;
+
+// A growing scratch buffer for the ops of one stream. get() may synchronise `stream` (and free
+// the old buffer) when it must grow, so it is called before an op enqueues any work.
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace();
+  void* get(size_t bytes, cudaStream_t stream);
+  size_t capacity() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// --- memory and casts (elementwise.cu) -------------------------------------------------------
+void fill(cudaStream_t stream, Tensor& x, double value);
+// Float dtypes convert (round to nearest even); equal integer dtypes copy.
+void copy(cudaStream_t stream, const Tensor& src, Tensor& dst);
+
+// --- elementwise (elementwise.cu) ------------------------------------------------------------
+void add(cudaStream_t stream, const Tensor& a, const Tensor& b, Tensor& out);
+void axpy(cudaStream_t stream, float alpha, const Tensor& x, Tensor& y);
+void scale(cudaStream_t stream, Tensor& x, float alpha);
+void bias_add(cudaStream_t stream, Tensor& x, const Tensor& bias);
+void bias_grad(cudaStream_t stream, Workspace& workspace, const Tensor& dy, Tensor& dbias);
+
+// --- activations and dropout (activations.cu) ------------------------------------------------
+void gelu_forward(cudaStream_t stream, const Tensor& x, Tensor& y, bool tanh_approx);
+void gelu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx,
+                   bool tanh_approx);
+void swiglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y);
+void swiglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx);
+void dropout_forward(cudaStream_t stream, const Tensor& x, Tensor& y, float p, RngKey key);
+void dropout_backward(cudaStream_t stream, const Tensor& dy, Tensor& dx, float p, RngKey key);
+void dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& residual, Tensor& out,
+                 float p, RngKey key);
+
+// --- normalisation (norm.cu) -----------------------------------------------------------------
+void layer_norm_forward(cudaStream_t stream, const Tensor& x, const Tensor& gamma,
+                        const Tensor& beta, float eps, Tensor& y, Tensor& mean, Tensor& rstd);
+void layer_norm_backward(cudaStream_t stream, Workspace& workspace, const Tensor& dy,
+                         const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& rstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+void rms_norm_forward(cudaStream_t stream, const Tensor& x, const Tensor& gamma, float eps,
+                      Tensor& y, Tensor& rstd);
+void rms_norm_backward(cudaStream_t stream, Workspace& workspace, const Tensor& dy,
+                       const Tensor& x, const Tensor& gamma, const Tensor& rstd, Tensor& dx,
+                       Tensor& dgamma);
+
+// --- embeddings (embedding.cu) ---------------------------------------------------------------
+void embedding_forward(cudaStream_t stream, const Tensor& ids, const Tensor& table, Tensor& out,
+                       int64_t row_offset, bool accumulate);
+// Deterministic: each table row sums its tokens' gradients in token order.
+void embedding_backward(cudaStream_t stream, Workspace& workspace, const Tensor& ids,
+                        const Tensor& dout, Tensor& dtable, int64_t row_offset);
+
+// --- attention (rotary.cu, attention.cu) -----------------------------------------------------
+void rotary(cudaStream_t stream, Tensor& qkv, const AttentionShape& shape,
+            const RotaryOptions& options, bool inverse);
+// Flash attention: tiles of q, k, v in shared memory, online softmax, never a seq x seq matrix.
+void attention_forward(cudaStream_t stream, const Tensor& qkv, const AttentionShape& shape,
+                       const AttentionOptions& options, Tensor& out, Tensor& lse);
+void attention_backward(cudaStream_t stream, Workspace& workspace, const Tensor& qkv,
+                        const Tensor& out, const Tensor& dout, const Tensor& lse,
+                        const AttentionShape& shape, const AttentionOptions& options,
+                        Tensor& dqkv);
+
+// --- loss (cross_entropy.cu) -----------------------------------------------------------------
+void cross_entropy_forward(cudaStream_t stream, const Tensor& logits, const Tensor& targets,
+                           Tensor& loss, Tensor& lse, VocabShard shard);
+void cross_entropy_backward(cudaStream_t stream, const Tensor& logits, const Tensor& targets,
+                            const Tensor& lse, const Tensor& dloss, Tensor& dlogits,
+                            VocabShard shard);
+
+// --- reductions to the host (reduce.cu): f64 accumulation in a fixed order -------------------
+double sum(cudaStream_t stream, Workspace& workspace, const Tensor& x);
+double dot(cudaStream_t stream, Workspace& workspace, const Tensor& a, const Tensor& b);
+double sum_squares(cudaStream_t stream, Workspace& workspace, const Tensor& x);
+bool all_finite(cudaStream_t stream, Workspace& workspace, const Tensor& x);
+
+// --- initialisation and optimizers (optimizer.cu) --------------------------------------------
+void normal(cudaStream_t stream, Tensor& x, float mean, float std, RngKey key);
+void adamw_update(cudaStream_t stream, Tensor& master, const Tensor& grad, Tensor& m, Tensor& v,
+                  const AdamWStep& step);
+void sgd_update(cudaStream_t stream, Tensor& master, const Tensor& grad, Tensor& momentum,
+                const SgdStep& step);
+
+}  // namespace megatron::kernels

@@ -1,0 +1,113 @@
+// The CUDA backend: cuBLASLt GEMMs, kernels/ for every other op, a caching device allocator and
+// one compute stream. Built when nvcc is found; constructing it without a GPU throws UserError.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tensor/backend.hpp"
+
+namespace megatron::tensor {
+
+struct CudaOptions {
+  int device = 0;          // CUDA device index (the launcher picks it from the local rank)
+  bool allow_tf32 = true;  // f32 GEMMs may use TF32 tensor cores (precision.allow_tf32)
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(CudaOptions options = {});
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::Cuda; }
+  std::string description() const override;
+  int device_index() const;
+  // The compute stream (a cudaStream_t): communication streams order themselves after it.
+  void* stream() const;
+  // Bytes the allocator holds, in use or cached for reuse; cudaMalloc calls so far.
+  int64_t reserved_bytes() const;
+  int64_t device_allocations() const;
+  void release_cached_memory();
+
+  Tensor empty(const Shape& shape, DType dtype) override;
+  void fill(Tensor& x, double value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void read(const Tensor& x, void* host) override;
+  void write(Tensor& x, const void* host) override;
+  MemoryStats memory() const override;
+  void reset_peak_memory() override;
+  void synchronize() override;
+
+  void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
+            float beta) override;
+  void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+                    float alpha, float beta) override;
+
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void axpy(float alpha, const Tensor& x, Tensor& y) override;
+  void scale(Tensor& x, float alpha) override;
+  void bias_add(Tensor& x, const Tensor& bias) override;
+  void bias_grad(const Tensor& dy, Tensor& dbias) override;
+
+  void gelu_forward(const Tensor& x, Tensor& y, bool tanh_approx) override;
+  void gelu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, bool tanh_approx) override;
+  void swiglu_forward(const Tensor& x, Tensor& y) override;
+  void swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) override;
+
+  void dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) override;
+  void dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey key) override;
+  void dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
+                   RngKey key) override;
+
+  void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                          Tensor& y, Tensor& mean, Tensor& rstd) override;
+  void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                           const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dgamma,
+                           Tensor& dbeta) override;
+  void rms_norm_forward(const Tensor& x, const Tensor& gamma, float eps, Tensor& y,
+                        Tensor& rstd) override;
+  void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& rstd, Tensor& dx, Tensor& dgamma) override;
+
+  void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out, int64_t row_offset,
+                         bool accumulate) override;
+  void embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable,
+                          int64_t row_offset) override;
+
+  void rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOptions& options,
+              bool inverse) override;
+  void attention_forward(const Tensor& qkv, const AttentionShape& shape,
+                         const AttentionOptions& options, Tensor& out, Tensor& lse) override;
+  void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
+                          const Tensor& lse, const AttentionShape& shape,
+                          const AttentionOptions& options, Tensor& dqkv) override;
+
+  void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
+                             Tensor& lse, VocabShard shard = {}) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                              const Tensor& dloss, Tensor& dlogits, VocabShard shard = {}) override;
+
+  double sum(const Tensor& x) override;
+  double dot(const Tensor& a, const Tensor& b) override;
+  double sum_squares(const Tensor& x) override;
+  bool all_finite(const Tensor& x) override;
+
+  void normal(Tensor& x, float mean, float std, RngKey key) override;
+  void adamw_update(Tensor& master, const Tensor& grad, Tensor& m, Tensor& v,
+                    const AdamWStep& step) override;
+  void sgd_update(Tensor& master, const Tensor& grad, Tensor& momentum,
+                  const SgdStep& step) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Whether this build has the CUDA backend, and how many devices the driver shows (0 without a
+// driver or a GPU, or in a build without CUDA).
+bool cuda_built();
+int cuda_device_count();
+
+}  // namespace megatron::tensor
