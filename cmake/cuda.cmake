@@ -32,6 +32,17 @@ if(MEGATRON_WITH_CUDA)
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_package(CUDAToolkit REQUIRED)
+  # NCCL ships beside the toolkit (or in /usr) without a CMake package: an imported target.
+  find_path(MEGATRON_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+  find_library(MEGATRON_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR}
+               "${CUDAToolkit_LIBRARY_ROOT}" PATH_SUFFIXES lib lib64)
+  if(NOT MEGATRON_NCCL_INCLUDE_DIR OR NOT MEGATRON_NCCL_LIBRARY)
+    message(FATAL_ERROR "CUDA builds need NCCL (nccl.h and libnccl): install libnccl-dev or "
+                        "NVIDIA's NCCL package, or configure with -DMEGATRON_CUDA=OFF")
+  endif()
+  add_library(megatron::nccl UNKNOWN IMPORTED)
+  set_target_properties(megatron::nccl PROPERTIES IMPORTED_LOCATION "${MEGATRON_NCCL_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${MEGATRON_NCCL_INCLUDE_DIR}")
   message(STATUS "megatron: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")
 else()
   message(STATUS "megatron: CUDA backend OFF")

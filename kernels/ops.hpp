@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tensor/backend.hpp"
 
@@ -114,5 +115,10 @@ void adamw_update(cudaStream_t stream, Tensor& master, const Tensor& grad, Tenso
                   const AdamWStep& step);
 void sgd_update(cudaStream_t stream, Tensor& master, const Tensor& grad, Tensor& momentum,
                 const SgdStep& step);
+
+// --- many tensors per launch (multi_tensor.cu) -----------------------------------------------
+void adamw_update_many(cudaStream_t stream, std::span<const tensor::AdamWParam> params,
+                       const AdamWStep& step);
+double sum_squares_many(cudaStream_t stream, Workspace& workspace, std::span<const Tensor> xs);
 
 }  // namespace megatron::kernels

@@ -104,7 +104,7 @@ for shape in "${wanted[@]}"; do
     124m)
       label="gpt2-124m (L12 h768 a12, s256 b4)"
       peer_args=(--layers 12 --hidden 768 --heads 12 --seq 256 --batch 4)
-      megatron_args=(recipes/gpt-125m.yaml training.micro_batch_size=4
+      megatron_args=(recipes/gpt-125m.yaml cluster.device=cpu training.micro_batch_size=4
                      training.global_batch_size=4 data.seq_length=256) ;;
     *) echo "unknown shape '$shape' (tiny, 124m)" >&2; exit 2 ;;
   esac

@@ -25,6 +25,7 @@ struct RunArgs {
   int threads = 0;
   std::optional<double> time_limit;
   int nproc = 0;
+  std::string device;
 };
 
 // The cores this process may run on (its affinity mask: a container's or a job's share).
@@ -94,7 +95,9 @@ void require_one_rank(const std::string& file, const recipe::CompileOptions& opt
       wanted.derived.world_size, file, wanted.derived.world_size, wanted.derived.world_size));
 }
 
-void run(const RunArgs& args) {
+void run(RunArgs args) {
+  // --device is cluster.device, so mpirun's ranks and the saved recipe see it as an override.
+  if (!args.device.empty()) args.overrides.push_back("cluster.device=" + args.device);
   const dist::LaunchInfo launch = dist::launch_info();
   if (args.nproc > 0 && launch.world_size > 1) {
     throw UserError(fmt::format("--nproc starts its own job, but this process is already rank {} "
@@ -135,6 +138,10 @@ void add_run_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--time-limit", args->time_limit,
                   "Stop after this many minutes (overrides training.exit_duration_minutes)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", args->device,
+                  "Compute on the cpu or on cuda GPUs, one per rank (overrides cluster.device; "
+                  "default auto: cpu when cluster.hardware is cpu, else cuda)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--nproc", args->nproc,
                   "Start a local job of this many ranks (mpirun -np N) for the recipe's layout")
       ->check(CLI::PositiveNumber);

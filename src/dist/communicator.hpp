@@ -1,6 +1,6 @@
 // The Communicator: collectives and point-to-point transfers between the ranks of one process
-// group, on tensors of one device. MPI implements it for CPU tensors (mpi_communicator.hpp);
-// NCCL will for GPU tensors. Groups come from split(), as Megatron's process groups do.
+// group, on tensors of one device: MPI for CPU tensors, NCCL for GPU tensors (the NCCL one
+// forwards CPU tensors to MPI). Groups come from split(), as Megatron's process groups do.
 #pragma once
 
 #include <memory>
@@ -32,7 +32,8 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string name() const = 0;  // e.g. "world", "tp", for messages
 
-  // In place over every rank. Floating tensors of any dtype reduce in f32 or wider.
+  // In place over every rank. MPI reduces 16-bit floats in f32; NCCL reduces each dtype in its
+  // own arithmetic, as Megatron's bf16 tensor-parallel all-reduces do (gradients are f32).
   virtual void all_reduce(tensor::Tensor& x, ReduceOp op = ReduceOp::Sum) = 0;
   virtual std::unique_ptr<Request> all_reduce_async(tensor::Tensor& x,
                                                     ReduceOp op = ReduceOp::Sum) = 0;

@@ -14,8 +14,11 @@ Linear::Linear(ParameterSet& params, const std::string& name, int64_t in, int64_
 
 tensor::Tensor Linear::forward(tensor::Backend& backend, const tensor::Tensor& x) const {
   tensor::Tensor y = backend.empty({x.dim(0), weight_->value.dim(0)}, x.dtype());
-  backend.gemm(x, false, weight_->value, true, y);
-  if (!row_parallel()) add_bias(backend, y);
+  if (bias_ && !row_parallel()) {
+    backend.gemm_bias(x, false, weight_->value, true, bias_->value, y);
+  } else {
+    backend.gemm(x, false, weight_->value, true, y);
+  }
   return y;
 }
 

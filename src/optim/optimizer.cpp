@@ -27,31 +27,43 @@ Optimizer::Optimizer(tensor::Backend& backend, std::vector<OptimizedTensor> tens
 }
 
 double Optimizer::grad_norm(double unscale) {
-  double total = 0.0;
-  for (const Slot& slot : slots_) total += backend_.sum_squares(*slot.target.grad);
-  return std::sqrt(total) * unscale;
+  std::vector<tensor::Tensor> grads;
+  grads.reserve(slots_.size());
+  for (const Slot& slot : slots_) grads.push_back(*slot.target.grad);
+  return std::sqrt(backend_.sum_squares_many(grads)) * unscale;
 }
 
 void Optimizer::step(double lr, double grad_scale) {
   ++steps_;
+  if (config_.kind == recipe::Optimizer::AdamW) {
+    // Every parameter in one call: the CUDA backend updates many tensors per launch.
+    std::vector<tensor::AdamWParam> params;
+    params.reserve(slots_.size());
+    for (Slot& slot : slots_) {
+      const bool copy_out = !slot.master.same_storage(*slot.target.value);
+      params.push_back({.master = slot.master,
+                        .grad = *slot.target.grad,
+                        .m = slot.moment1,
+                        .v = slot.moment2,
+                        .value = copy_out ? *slot.target.value : tensor::Tensor(),
+                        .weight_decay = slot.target.weight_decay ? float(config_.weight_decay)
+                                                                 : 0.0f});
+    }
+    backend_.adamw_update_many(params, {.lr = float(lr),
+                                        .beta1 = float(config_.beta1),
+                                        .beta2 = float(config_.beta2),
+                                        .eps = float(config_.eps),
+                                        .step = steps_,
+                                        .grad_scale = float(grad_scale)});
+    return;
+  }
   for (Slot& slot : slots_) {
     const float decay = slot.target.weight_decay ? float(config_.weight_decay) : 0.0f;
-    if (config_.kind == recipe::Optimizer::AdamW) {
-      backend_.adamw_update(slot.master, *slot.target.grad, slot.moment1, slot.moment2,
-                            {.lr = float(lr),
-                             .beta1 = float(config_.beta1),
-                             .beta2 = float(config_.beta2),
-                             .eps = float(config_.eps),
-                             .weight_decay = decay,
-                             .step = steps_,
-                             .grad_scale = float(grad_scale)});
-    } else {
-      backend_.sgd_update(slot.master, *slot.target.grad, slot.moment1,
-                          {.lr = float(lr),
-                           .momentum = float(config_.momentum),
-                           .weight_decay = decay,
-                           .grad_scale = float(grad_scale)});
-    }
+    backend_.sgd_update(slot.master, *slot.target.grad, slot.moment1,
+                        {.lr = float(lr),
+                         .momentum = float(config_.momentum),
+                         .weight_decay = decay,
+                         .grad_scale = float(grad_scale)});
     if (!slot.master.same_storage(*slot.target.value)) backend_.copy(slot.master, *slot.target.value);
   }
 }

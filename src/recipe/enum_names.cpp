@@ -88,6 +88,14 @@ const std::vector<EnumName<Recompute>>& enum_names() {
 }
 
 template <>
+const std::vector<EnumName<DeviceKind>>& enum_names() {
+  static const std::vector<EnumName<DeviceKind>> names{
+      {DeviceKind::Auto, "auto"}, {DeviceKind::Cpu, "cpu"}, {DeviceKind::Cuda, "cuda"},
+      {DeviceKind::Cuda, "gpu", false}};
+  return names;
+}
+
+template <>
 const std::vector<EnumName<LogLevel>>& enum_names() {
   // spdlog's level names, so the recipe's level can be handed to the logger as it is.
   static const std::vector<EnumName<LogLevel>> names{

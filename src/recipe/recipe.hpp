@@ -19,6 +19,8 @@ enum class Optimizer { AdamW, Sgd };
 enum class LrDecay { Constant, Linear, Cosine, InverseSquareRoot, Wsd };
 enum class WsdDecay { Linear, Cosine, Exponential, MinusSqrt };
 enum class Recompute { None, Selective, Full };
+// Where a run computes; auto follows cluster.hardware (cpu for the cpu profile, else cuda).
+enum class DeviceKind { Auto, Cpu, Cuda };
 enum class LogLevel { Trace, Debug, Info, Warn, Error };
 enum class Tokenizer { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
 
@@ -140,6 +142,7 @@ struct ClusterSection {
   int64_t nodes = 1;
   int64_t gpus_per_node = 1;
   std::string hardware = "cpu";                  // profile name, see `megatron plan --help`
+  DeviceKind device = DeviceKind::Auto;
   std::optional<std::string> partition;
   std::optional<std::string> account;
   std::optional<std::string> time_limit;         // Slurm format, e.g. 2-00:00:00

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "tensor/tensor.hpp"
 
@@ -78,6 +79,14 @@ struct AdamWStep {
   float grad_scale = 1.0f;    // gradients are multiplied by this first (unscaling, clipping)
 };
 
+// One parameter of a multi-tensor AdamW step: f32 master, gradient and moments of equal numel,
+// and `value`, the model's copy of the master in its own dtype, written after the update when
+// defined (undefined when the master is the value itself).
+struct AdamWParam {
+  Tensor master, grad, m, v, value;
+  float weight_decay = 0.0f;  // replaces AdamWStep::weight_decay for this parameter
+};
+
 struct SgdStep {
   float lr = 0.0f;
   float momentum = 0.0f;
@@ -118,6 +127,13 @@ class Backend {
   // share a float dtype; c is f32 or that dtype.
   virtual void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
                     float alpha = 1.0f, float beta = 0.0f) = 0;
+  // c = op(a) @ op(b) + bias[n] (bias of c's dtype, one per column): a linear layer's forward.
+  // The CUDA backend fuses the bias into the GEMM's epilogue, saving a pass over c.
+  virtual void gemm_bias(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                         const Tensor& bias, Tensor& c) {
+    gemm(a, trans_a, b, trans_b, c);
+    bias_add(c, bias);
+  }
   // The same for each of the leading dimension's matrices of 3-D a, b, c.
   virtual void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
                             Tensor& c, float alpha = 1.0f, float beta = 0.0f) = 0;
@@ -196,6 +212,13 @@ class Backend {
   virtual double dot(const Tensor& a, const Tensor& b) = 0;
   virtual double sum_squares(const Tensor& x) = 0;  // NaN/Inf propagate
   virtual bool all_finite(const Tensor& x) = 0;
+  // The sum of sum_squares over tensors, added in their order: a gradient norm. The CUDA
+  // backend reduces every tensor in one launch and synchronises once.
+  virtual double sum_squares_many(std::span<const Tensor> xs) {
+    double total = 0.0;
+    for (const Tensor& x : xs) total += sum_squares(x);
+    return total;
+  }
 
   // --- initialisation and optimizers ---------------------------------------------------------
   // x[i] ~ N(mean, std) from Philox (Box-Muller on the pair of words of counter i / 2).
@@ -205,6 +228,20 @@ class Backend {
                             const AdamWStep& step) = 0;
   virtual void sgd_update(Tensor& master, const Tensor& grad, Tensor& momentum,
                           const SgdStep& step) = 0;
+  // adamw_update then copy(master, value) for every parameter; the CUDA backend updates many
+  // tensors per launch (the optimizer step of a model is a handful of launches).
+  virtual void adamw_update_many(std::span<const AdamWParam> params, const AdamWStep& step) {
+    for (const AdamWParam& p : params) {
+      AdamWStep own = step;
+      own.weight_decay = p.weight_decay;
+      Tensor master = p.master, m = p.m, v = p.v;  // views: the same storage
+      adamw_update(master, p.grad, m, v, own);
+      if (p.value.defined()) {
+        Tensor value = p.value;
+        copy(master, value);
+      }
+    }
+  }
 };
 
 }  // namespace megatron::tensor

@@ -26,9 +26,10 @@ class CudaBackend final : public Backend {
   int device_index() const;
   // The compute stream (a cudaStream_t): communication streams order themselves after it.
   void* stream() const;
-  // Bytes the allocator holds, in use or cached for reuse; cudaMalloc calls so far.
+  // Device memory the caching allocator holds (in use or cached for reuse), now and at most:
+  // once warm, a training step reserves nothing new.
   int64_t reserved_bytes() const;
-  int64_t device_allocations() const;
+  int64_t reserved_high_bytes() const;
   void release_cached_memory();
 
   Tensor empty(const Shape& shape, DType dtype) override;
@@ -42,6 +43,8 @@ class CudaBackend final : public Backend {
 
   void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
             float beta) override;
+  void gemm_bias(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& bias,
+                 Tensor& c) override;
   void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
                     float alpha, float beta) override;
 
@@ -93,21 +96,18 @@ class CudaBackend final : public Backend {
   double dot(const Tensor& a, const Tensor& b) override;
   double sum_squares(const Tensor& x) override;
   bool all_finite(const Tensor& x) override;
+  double sum_squares_many(std::span<const Tensor> xs) override;
 
   void normal(Tensor& x, float mean, float std, RngKey key) override;
   void adamw_update(Tensor& master, const Tensor& grad, Tensor& m, Tensor& v,
                     const AdamWStep& step) override;
   void sgd_update(Tensor& master, const Tensor& grad, Tensor& momentum,
                   const SgdStep& step) override;
+  void adamw_update_many(std::span<const AdamWParam> params, const AdamWStep& step) override;
 
  private:
   struct State;
   std::unique_ptr<State> state_;
 };
-
-// Whether this build has the CUDA backend, and how many devices the driver shows (0 without a
-// driver or a GPU, or in a build without CUDA).
-bool cuda_built();
-int cuda_device_count();
 
 }  // namespace megatron::tensor

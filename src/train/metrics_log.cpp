@@ -29,10 +29,11 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir)
 void MetricsLog::log(const IterationMetrics& m) {
   std::string line = fmt::format(
       " iteration {:>7}/{:>7} | consumed samples: {:>10} | elapsed time per iteration (ms): "
-      "{:.1f} | tokens/s: {:.0f} | learning rate: {:.6E} | global batch size: {:>5} | lm loss: "
+      "{:.1f} | tokens/s: {:.0f} | TFLOP/s per rank: {:.1f} (MFU {:.1f}%) | learning rate: {:.6E} | global batch size: {:>5} | lm loss: "
       "{:.6E} | loss scale: {:.1f} | grad norm: {:.3f} | skipped iterations: {:>3} | mem: "
       "{:.0f} MiB (tensors {:.0f} MiB)",
-      m.iteration, m.train_iters, m.consumed_samples, m.ms_per_iteration, m.tokens_per_s, m.lr,
+      m.iteration, m.train_iters, m.consumed_samples, m.ms_per_iteration, m.tokens_per_s, m.tflops_per_rank,
+      100.0 * m.mfu, m.lr,
       m.global_batch, m.lm_loss, m.loss_scale, m.grad_norm, m.skipped_iterations,
       double(m.rss_peak_bytes) / 1048576.0, double(m.tensor_bytes_peak) / 1048576.0);
   std::cout << line << std::endl;
@@ -47,6 +48,8 @@ void MetricsLog::log(const IterationMetrics& m) {
                    {"skipped_iterations", m.skipped_iterations},
                    {"ms_per_iteration", m.ms_per_iteration},
                    {"tokens_per_s", m.tokens_per_s},
+                   {"tflops_per_rank", m.tflops_per_rank},
+                   {"mfu", m.mfu},
                    {"tensor_bytes_peak", m.tensor_bytes_peak},
                    {"rss_peak_bytes", m.rss_peak_bytes}};
   if (m.val_loss) {

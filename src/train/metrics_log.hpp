@@ -22,6 +22,10 @@ struct IterationMetrics {
   int64_t skipped_iterations = 0;  // total so far (f16 overflows)
   double ms_per_iteration = 0.0;
   double tokens_per_s = 0.0;
+  // Model FLOPs (Megatron's count, no recompute) per second per rank, and that over the
+  // peak of cluster.hardware: Megatron's "TFLOP/s/GPU" and the MFU it implies.
+  double tflops_per_rank = 0.0;
+  double mfu = 0.0;
   int64_t tensor_bytes_peak = 0;  // backend allocator
   int64_t rss_peak_bytes = 0;     // whole process
   std::optional<double> val_loss;

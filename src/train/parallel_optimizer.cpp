@@ -110,8 +110,10 @@ void ParallelOptimizer::finish_gradients() {
 }
 
 double ParallelOptimizer::grad_norm(double unscale) {
-  double sum = 0.0;
-  for (const tensor::Tensor* grad : norm_terms_) sum += backend_.sum_squares(*grad);
+  std::vector<tensor::Tensor> terms;
+  terms.reserve(norm_terms_.size());
+  for (const tensor::Tensor* grad : norm_terms_) terms.push_back(*grad);
+  double sum = backend_.sum_squares_many(terms);
   // Whole gradients are summed over the model-parallel ranks; slices over every rank.
   dist::Communicator* group = distributed_ ? groups_.world.get() : groups_.model_parallel.get();
   sum = parallel::sum_across(backend_, *group, sum);

@@ -14,20 +14,22 @@
 #include "core/error.hpp"
 #include "dist/fault_injection.hpp"
 #include "dist/mpi_communicator.hpp"
-#include "dist/self_communicator.hpp"
+#include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "model/gpt_model.hpp"
 #include "optim/loss_scaler.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/optimizer.hpp"
 #include "parallel/scalar_reduce.hpp"
+#include "plan/build.hpp"
+#include "plan/hardware.hpp"
 #include "plan/shape.hpp"
 #include "plan/stages.hpp"
 #include "recipe/render.hpp"
-#include "tensor/cpu_backend.hpp"
 #include "tensor/host_io.hpp"
 #include "train/batch_size.hpp"
 #include "train/checkpointer.hpp"
+#include "train/device_setup.hpp"
 #include "train/metrics_log.hpp"
 #include "train/parallel_optimizer.hpp"
 #include "train/pipeline_step.hpp"
@@ -147,6 +149,25 @@ std::filesystem::path default_run_dir(const std::string& recipe_file) {
   return std::filesystem::path("runs") / std::filesystem::path(recipe_file).stem() / stamp;
 }
 
+namespace {
+
+// What turns tokens per second into model FLOP/s and MFU: the plan's model FLOPs (Megatron's
+// convention, without recompute) per token, and the peak of cluster.hardware per rank.
+struct ModelSpeed {
+  double flops_per_token = 0.0;
+  double peak = 1.0;
+};
+
+ModelSpeed model_speed(const recipe::CompiledRecipe& c) {
+  const plan::HardwareProfile& hardware = plan::find_hardware(c.recipe.cluster.hardware);
+  const plan::Plan p = plan::build_plan(c, hardware);
+  const bool wide = c.recipe.precision.dtype == recipe::DType::F32;
+  return {.flops_per_token = p.flops.model_per_iteration / double(std::max<int64_t>(p.tokens_per_iteration, 1)),
+          .peak = wide ? hardware.peak_flops_32bit : hardware.peak_flops_16bit};
+}
+
+}  // namespace
+
 TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) {
   const recipe::Recipe& r = c.recipe;
   const recipe::Derived& d = c.derived;
@@ -171,9 +192,10 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   // SIGTERM and SIGUSR1 (Slurm's time limit and preemption) stop at an iteration boundary,
   // after saving a checkpoint when checkpoint.save is set.
   dist::enable_graceful_stop();
-  tensor::CpuBackend backend(options.threads);
-  std::unique_ptr<dist::Communicator> world =
-      mpi ? mpi->world() : std::make_unique<dist::SelfCommunicator>("world", &backend);
+  const std::unique_ptr<tensor::Backend> backend_owner =
+      make_run_backend(r, options.threads, dist::launch_info().local_rank);
+  tensor::Backend& backend = *backend_owner;
+  std::unique_ptr<dist::Communicator> world = make_world(mpi.get(), backend);
   if (world->size() != d.world_size) {
     throw UserError(fmt::format(
         "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) but the job "
@@ -229,6 +251,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   const parallel::ScheduleKind pipeline_schedule =
       schedule_kind(r.parallel.schedule, r.parallel.virtual_pipeline);
 
+  const ModelSpeed speed = model_speed(c);
   int64_t train_samples = 0;
   for (int64_t it = 0; it < d.train_iters; ++it) train_samples += batches.global_batch_at(train_samples);
   const bool evaluating = r.eval.interval && *r.eval.interval > 0 && r.eval.iters > 0;
@@ -377,6 +400,10 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                          .skipped_iterations = skipped,
                          .ms_per_iteration = 1000.0 * interval_seconds / double(interval_iters),
                          .tokens_per_s = double(interval_tokens) / interval_seconds,
+                         .tflops_per_rank = double(interval_tokens) / interval_seconds *
+                                            speed.flops_per_token / double(d.world_size) / 1e12,
+                         .mfu = double(interval_tokens) / interval_seconds *
+                                speed.flops_per_token / double(d.world_size) / speed.peak,
                          .tensor_bytes_peak = backend.memory().peak_bytes,
                          .rss_peak_bytes = peak_rss_bytes()};
       if (val) {

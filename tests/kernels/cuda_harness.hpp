@@ -16,6 +16,7 @@
 #include "tensor/cpu_backend.hpp"
 #include "tensor/cuda_backend.hpp"
 #include "tensor/host_io.hpp"
+#include "tensor/make_backend.hpp"
 
 namespace megatron::test_support {
 

@@ -1,0 +1,501 @@
+// The CUDA backend's activations and dropout: GELU (erf and tanh forms), SwiGLU and dropout with
+// the Philox mask of tensor/random.hpp, the same formulas as tensor/cpu_elementwise.cpp.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "kernels/common.cuh"
+#include "kernels/ops.hpp"
+#include "tensor/random.hpp"
+
+namespace megatron::kernels {
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+// --- float storage of any dtype, 8 consecutive elements at a time --------------------------------
+// (the same block in elementwise.cu, activations.cu, reduce.cu and optimizer.cu)
+
+// A float tensor's device elements and dtype. Kernels branch on the dtype (the same branch in
+// every thread, so nearly free) rather than being compiled once per combination of dtypes,
+// which keeps nvcc time and binary size down.
+struct Floats {
+  void* data = nullptr;
+  tensor::DType dtype = tensor::DType::F32;
+};
+inline Floats floats(const Tensor& x) { return {x.raw(), x.dtype()}; }
+
+constexpr int kVec = 8;
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Calls fn with x's elements as float*, __nv_bfloat16* or __half*.
+template <typename Fn>
+__device__ __forceinline__ decltype(auto) typed(Floats x, Fn&& fn) {
+  switch (x.dtype) {
+    case tensor::DType::Bf16:
+      return fn(static_cast<__nv_bfloat16*>(x.data));
+    case tensor::DType::F16:
+      return fn(static_cast<__half*>(x.data));
+    default:
+      return fn(static_cast<float*>(x.data));
+  }
+}
+
+// Elements [i, i + 8) as raw storage: one or two 16-byte accesses when vec (p + i 16-byte
+// aligned), else one by one.
+template <typename T>
+__device__ __forceinline__ void load_raw8(const T* p, int64_t i, bool vec, T (&v)[kVec]) {
+  if (vec) {
+    constexpr int kWords = kVec * sizeof(T) / 16;
+    uint4 w[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) w[k] = reinterpret_cast<const uint4*>(p + i)[k];
+    memcpy(v, w, sizeof v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = p[i + k];
+  }
+}
+template <typename T>
+__device__ __forceinline__ void store_raw8(T* p, int64_t i, bool vec, const T (&v)[kVec]) {
+  if (vec) {
+    constexpr int kWords = kVec * sizeof(T) / 16;
+    uint4 w[kWords];
+    memcpy(w, v, sizeof v);
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) reinterpret_cast<uint4*>(p + i)[k] = w[k];
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) p[i + k] = v[k];
+  }
+}
+
+// Element i, or elements [i, i + 8), as f32 values, converted as common.cuh's load and store.
+__device__ __forceinline__ float read(Floats x, int64_t i) {
+  return typed(x, [&](auto* p) { return load(p, i); });
+}
+__device__ __forceinline__ void write(Floats x, int64_t i, float v) {
+  typed(x, [&](auto* p) { store(p, i, v); });
+}
+__device__ __forceinline__ void read8(Floats x, int64_t i, bool vec, float (&v)[kVec]) {
+  typed(x, [&](auto* p) {
+    std::remove_pointer_t<decltype(p)> raw[kVec];
+    load_raw8(p, i, vec, raw);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = load(raw, k);
+  });
+}
+__device__ __forceinline__ void write8(Floats x, int64_t i, bool vec, const float (&v)[kVec]) {
+  typed(x, [&](auto* p) {
+    std::remove_pointer_t<decltype(p)> raw[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) store(raw, k, v[k]);
+    store_raw8(p, i, vec, raw);
+  });
+}
+
+__device__ __forceinline__ int64_t thread_index() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t thread_count() { return int64_t(gridDim.x) * blockDim.x; }
+
+void require_float(const Tensor& x, const char* op) {
+  require_device(x, op);
+  require(tensor::is_floating(x.dtype()), op,
+          "expected a float tensor, got " + std::string(tensor::name(x.dtype())));
+}
+
+unsigned grid_for_vec(int64_t n) { return grid_for((n + kVec - 1) / kVec, kThreads); }
+
+// --- the CPU's math ------------------------------------------------------------------------------
+
+// cpu::fast_exp (tensor/cpu_fast_exp.hpp): Cephes' expf, 0 below -87 and saturating at e^88, so
+// that extreme inputs behave as on the CPU.
+__device__ __forceinline__ float fast_exp(float x) {
+  const float clamped = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  constexpr float kShift = 12582912.0f;
+  const float shifted = clamped * 1.44269504088896341f + kShift;
+  const float n = shifted - kShift;
+  const float r = (clamped - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const int32_t exponent = __float_as_int(shifted) - __float_as_int(kShift);
+  const float two_to_n = __int_as_float((exponent + 127) << 23);
+  return x < -87.0f ? 0.0f : p * two_to_n;
+}
+
+// erf by Abramowitz & Stegun 7.1.26, as the CPU's erf_approx.
+__device__ __forceinline__ float erf_approx(float x) {
+  const float a = fabsf(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float r = 1.061405429f;
+  r = r * t - 1.453152027f;
+  r = r * t + 1.421413741f;
+  r = r * t - 0.284496736f;
+  r = r * t + 0.254829592f;
+  r = r * t;
+  return copysignf(1.0f - r * fast_exp(-a * a), x);
+}
+
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f;
+constexpr float kGeluCubic = 0.044715f;
+
+struct GeluErf {
+  __device__ float operator()(float x) const {
+    return 0.5f * x * (1.0f + erf_approx(x * kInvSqrt2));
+  }
+};
+struct GeluTanh {  // 0.5 x (1 + tanh u) = x sigmoid(2u)
+  __device__ float operator()(float x) const {
+    const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    return x * sigmoid(2.0f * u);
+  }
+};
+struct GeluErfBackward {  // f(dy, x) = dy gelu'(x)
+  __device__ float operator()(float g, float x) const {
+    return g *
+           (0.5f * (1.0f + erf_approx(x * kInvSqrt2)) + x * kInvSqrt2Pi * fast_exp(-0.5f * x * x));
+  }
+};
+struct GeluTanhBackward {  // d/dx of x sigmoid(2u) = s + 2 x s (1 - s) du/dx
+  __device__ float operator()(float g, float x) const {
+    const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    const float s = sigmoid(2.0f * u);
+    return g * (s + 2.0f * x * s * (1.0f - s) * du);
+  }
+};
+
+// --- maps (as in elementwise.cu) -----------------------------------------------------------------
+// Each thread takes groups of kVec consecutive elements (grid-stride), the first threads the
+// n % kVec left over. Outputs may alias inputs: every element is read before it is written, by
+// the same thread.
+
+template <typename F>
+__global__ void map1_kernel(Floats x, Floats y, int64_t n, bool vec, F f) {
+  const int64_t groups = n / kVec, first = thread_index(), stride = thread_count();
+  for (int64_t g = first; g < groups; g += stride) {
+    float v[kVec];
+    read8(x, g * kVec, vec, v);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = f(v[k]);
+    write8(y, g * kVec, vec, v);
+  }
+  const int64_t i = groups * kVec + first;
+  if (i < n) write(y, i, f(read(x, i)));
+}
+
+template <typename F>
+__global__ void map2_kernel(Floats a, Floats b, Floats out, int64_t n, bool vec, F f) {
+  const int64_t groups = n / kVec, first = thread_index(), stride = thread_count();
+  for (int64_t g = first; g < groups; g += stride) {
+    float va[kVec], vb[kVec];
+    read8(a, g * kVec, vec, va);
+    read8(b, g * kVec, vec, vb);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) va[k] = f(va[k], vb[k]);
+    write8(out, g * kVec, vec, va);
+  }
+  const int64_t i = groups * kVec + first;
+  if (i < n) write(out, i, f(read(a, i), read(b, i)));
+}
+
+template <typename F>
+void map1(cudaStream_t stream, const Tensor& x, Tensor& y, const char* op, F f) {
+  require_float(x, op);
+  require_float(y, op);
+  require_numel(x, y, op);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const bool vec = aligned16(x.raw()) && aligned16(y.raw());
+  map1_kernel<<<grid_for_vec(n), kThreads, 0, stream>>>(floats(x), floats(y), n, vec, f);
+  check_launch(op);
+}
+
+template <typename F>
+void map2(cudaStream_t stream, const Tensor& a, const Tensor& b, Tensor& out, const char* op, F f) {
+  require_float(a, op);
+  require_float(b, op);
+  require_float(out, op);
+  require_numel(a, b, op);
+  require_numel(a, out, op);
+  const int64_t n = a.numel();
+  if (n == 0) return;
+  const bool vec = aligned16(a.raw()) && aligned16(b.raw()) && aligned16(out.raw());
+  map2_kernel<<<grid_for_vec(n), kThreads, 0, stream>>>(floats(a), floats(b), floats(out), n, vec,
+                                                        f);
+  check_launch(op);
+}
+
+// --- SwiGLU --------------------------------------------------------------------------------------
+
+// Gate and up of elements [e, e + 8) of y [n, f] (x [n, 2f] holds [gate | up] per row). With vec,
+// f % 8 == 0, so the group lies in one row and both halves are 16-byte aligned.
+__device__ __forceinline__ void read_gate_up(Floats x, int64_t e, int64_t f, bool vec,
+                                             float (&gate)[kVec], float (&up)[kVec]) {
+  int64_t row = e / f, col = e - row * f;
+  if (vec) {
+    read8(x, row * 2 * f + col, true, gate);
+    read8(x, row * 2 * f + f + col, true, up);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    gate[k] = read(x, row * 2 * f + col);
+    up[k] = read(x, row * 2 * f + f + col);
+    if (++col == f) {
+      col = 0;
+      ++row;
+    }
+  }
+}
+
+__global__ void swiglu_forward_kernel(Floats x, Floats y, int64_t total, int64_t f, bool vec) {
+  const int64_t groups = total / kVec, first = thread_index(), stride = thread_count();
+  for (int64_t g = first; g < groups; g += stride) {
+    float gate[kVec], up[kVec];
+    read_gate_up(x, g * kVec, f, vec, gate, up);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) gate[k] = gate[k] * sigmoid(gate[k]) * up[k];
+    write8(y, g * kVec, vec, gate);
+  }
+  const int64_t i = groups * kVec + first;
+  if (i < total) {
+    const int64_t at = i + (i / f) * f;  // row * 2f + col
+    const float a = read(x, at);
+    write(y, i, a * sigmoid(a) * read(x, at + f));
+  }
+}
+
+// d silu(a)/da = s (1 + a (1 - s)) with s = sigmoid(a), as the CPU writes it.
+__device__ __forceinline__ void swiglu_grad(float dy, float a, float u, float& dgate, float& dup) {
+  const float s = sigmoid(a);
+  dgate = dy * u * s * (1.0f + a * (1.0f - s));
+  dup = dy * a * s;
+}
+
+__global__ void swiglu_backward_kernel(Floats dy, Floats x, Floats dx, int64_t total, int64_t f,
+                                       bool vec) {
+  const int64_t groups = total / kVec, first = thread_index(), stride = thread_count();
+  for (int64_t g = first; g < groups; g += stride) {
+    const int64_t e = g * kVec;
+    float gate[kVec], up[kVec], d[kVec];
+    read_gate_up(x, e, f, vec, gate, up);
+    read8(dy, e, vec, d);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) swiglu_grad(d[k], gate[k], up[k], gate[k], up[k]);
+    int64_t row = e / f, col = e - row * f;
+    if (vec) {
+      write8(dx, row * 2 * f + col, true, gate);
+      write8(dx, row * 2 * f + f + col, true, up);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        write(dx, row * 2 * f + col, gate[k]);
+        write(dx, row * 2 * f + f + col, up[k]);
+        if (++col == f) {
+          col = 0;
+          ++row;
+        }
+      }
+    }
+  }
+  const int64_t i = groups * kVec + first;
+  if (i < total) {
+    const int64_t at = i + (i / f) * f;
+    float dgate, dup;
+    swiglu_grad(read(dy, i), read(x, at), read(x, at + f), dgate, dup);
+    write(dx, at, dgate);
+    write(dx, at + f, dup);
+  }
+}
+
+// y [.., f] for x [.., 2f] (or dy for swiglu_backward): f, or throws as the CPU does.
+int64_t swiglu_width(const Tensor& x, const Tensor& y, const char* op, const char* what) {
+  require(y.rank() >= 1, op, "expected at least one dimension, got a scalar");
+  const int64_t f = y.dim(-1);
+  require(x.rank() >= 1 && x.dim(-1) == 2 * f && x.numel() == 2 * y.numel(), op,
+          "x " + tensor::to_string(x.shape()) + " must be [.., 2f] for " + what + " " +
+              tensor::to_string(y.shape()));
+  return f;
+}
+
+// --- dropout -------------------------------------------------------------------------------------
+
+// Uniforms of elements base .. base + 7 of the key's numbering (uniform_at's values): the
+// words of Philox blocks base / 4 .. base / 4 + 2, shifted by base % 4. The shift is the same in
+// every thread (the key's offset modulo 4), so the third block is drawn only where an offset
+// splits blocks, and the words stay in registers.
+__device__ __forceinline__ void uniforms8(const RngKey& key, uint64_t base, float (&u)[kVec]) {
+  const uint64_t block = base / 4;
+  const unsigned shift = unsigned(base % 4);
+  uint32_t w[12];
+  const auto b0 = tensor::philox_block(key, block);
+  const auto b1 = tensor::philox_block(key, block + 1);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    w[k] = b0[k];
+    w[4 + k] = b1[k];
+    w[8 + k] = 0;
+  }
+  if (shift != 0) {
+    const auto b2 = tensor::philox_block(key, block + 2);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[8 + k] = b2[k];
+  }
+  if (shift & 1u) {
+#pragma unroll
+    for (int k = 0; k < 11; ++k) w[k] = w[k + 1];
+  }
+  if (shift & 2u) {
+#pragma unroll
+    for (int k = 0; k < 10; ++k) w[k] = w[k + 2];
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) u[k] = tensor::uniform_from_bits(w[k]);
+}
+
+// The CPU's dropout_apply: kept (u >= p) elements are x * scale, dropped ones exactly 0 (even
+// where x is not finite), plus the residual when there is one. The product and the sum are
+// rounded separately (__fmul_rn, __fadd_rn), never fused, so the results are the CPU's bits.
+__device__ __forceinline__ float dropout_value(float x, float u, float p, float scale) {
+  return u >= p ? __fmul_rn(x, scale) : 0.0f;
+}
+
+// residual.data null: no residual.
+__global__ void dropout_kernel(Floats x, Floats residual, Floats y, int64_t n, bool vec, float p,
+                               float scale, RngKey key) {
+  const int64_t groups = n / kVec, first = thread_index(), stride = thread_count();
+  for (int64_t g = first; g < groups; g += stride) {
+    const int64_t e = g * kVec;
+    float v[kVec], u[kVec], r[kVec];
+    read8(x, e, vec, v);
+    uniforms8(key, key.offset + uint64_t(e), u);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = dropout_value(v[k], u[k], p, scale);
+    if (residual.data) {
+      read8(residual, e, vec, r);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) v[k] = __fadd_rn(r[k], v[k]);
+    }
+    write8(y, e, vec, v);
+  }
+  const int64_t i = groups * kVec + first;
+  if (i < n) {
+    float v =
+        dropout_value(read(x, i), tensor::uniform_at(key, key.offset + uint64_t(i)), p, scale);
+    if (residual.data) v = __fadd_rn(read(residual, i), v);
+    write(y, i, v);
+  }
+}
+
+void dropout_apply(cudaStream_t stream, const Tensor& x, const Tensor* residual, Tensor& y, float p,
+                   RngKey key, const char* op) {
+  require(p >= 0.0f && p <= 1.0f, op, "dropout probability " + std::to_string(p));
+  require_float(x, op);
+  require_float(y, op);
+  require_numel(x, y, op);
+  if (residual) {
+    require_float(*residual, op);
+    require_numel(x, *residual, op);
+  }
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  // On the host in f32, as the CPU computes it; p == 1 drops everything (u < 1 always).
+  const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  bool vec = aligned16(x.raw()) && aligned16(y.raw());
+  if (residual) vec = vec && aligned16(residual->raw());
+  dropout_kernel<<<grid_for_vec(n), kThreads, 0, stream>>>(
+      floats(x), residual ? floats(*residual) : Floats{}, floats(y), n, vec, p, scale, key);
+  check_launch(op);
+}
+
+}  // namespace
+
+void gelu_forward(cudaStream_t stream, const Tensor& x, Tensor& y, bool tanh_approx) {
+  if (tanh_approx) {
+    map1(stream, x, y, "gelu_forward", GeluTanh{});
+  } else {
+    map1(stream, x, y, "gelu_forward", GeluErf{});
+  }
+}
+
+void gelu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx,
+                   bool tanh_approx) {
+  if (tanh_approx) {
+    map2(stream, dy, x, dx, "gelu_backward", GeluTanhBackward{});
+  } else {
+    map2(stream, dy, x, dx, "gelu_backward", GeluErfBackward{});
+  }
+}
+
+void swiglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y) {
+  const char* op = "swiglu_forward";
+  require_float(x, op);
+  require_float(y, op);
+  const int64_t f = swiglu_width(x, y, op, "y");
+  const int64_t total = y.numel();
+  if (total == 0) return;
+  const bool vec = f % kVec == 0 && aligned16(x.raw()) && aligned16(y.raw());
+  swiglu_forward_kernel<<<grid_for_vec(total), kThreads, 0, stream>>>(floats(x), floats(y), total,
+                                                                      f, vec);
+  check_launch(op);
+}
+
+void swiglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx) {
+  const char* op = "swiglu_backward";
+  require_float(dy, op);
+  require_float(x, op);
+  require_float(dx, op);
+  const int64_t f = swiglu_width(x, dy, op, "dy");
+  require_numel(x, dx, op);
+  const int64_t total = dy.numel();
+  if (total == 0) return;
+  const bool vec =
+      f % kVec == 0 && aligned16(dy.raw()) && aligned16(x.raw()) && aligned16(dx.raw());
+  swiglu_backward_kernel<<<grid_for_vec(total), kThreads, 0, stream>>>(floats(dy), floats(x),
+                                                                       floats(dx), total, f, vec);
+  check_launch(op);
+}
+
+// p == 0 copies (and dropout_add adds), as the CPU does, without drawing any numbers.
+void dropout_forward(cudaStream_t stream, const Tensor& x, Tensor& y, float p, RngKey key) {
+  if (p == 0.0f) {
+    require_numel(x, y, "dropout_forward");
+    copy(stream, x, y);
+    return;
+  }
+  dropout_apply(stream, x, nullptr, y, p, key, "dropout_forward");
+}
+
+void dropout_backward(cudaStream_t stream, const Tensor& dy, Tensor& dx, float p, RngKey key) {
+  if (p == 0.0f) {
+    require_numel(dy, dx, "dropout_backward");
+    copy(stream, dy, dx);
+    return;
+  }
+  dropout_apply(stream, dy, nullptr, dx, p, key, "dropout_backward");
+}
+
+void dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& residual, Tensor& out, float p,
+                 RngKey key) {
+  if (p == 0.0f) {
+    add(stream, residual, x, out);
+    return;
+  }
+  dropout_apply(stream, x, &residual, out, p, key, "dropout_add");
+}
+
+}  // namespace megatron::kernels

@@ -1,0 +1,251 @@
+// The CUDA backend's rotary position embedding, matching CpuBackend::rotary
+// (tensor/cpu_attention.cpp): rotate-half over the first rotary_dim channels of every query and
+// key head of fused qkv rows, in place, with angles formed in f64 as the CPU forms them.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "kernels/common.cuh"
+#include "kernels/ops.hpp"
+
+namespace megatron::kernels {
+namespace {
+
+using tensor::DType;
+
+// --- float storage whose dtype is known at run time, 8 elements at a time ----------------------
+// Written like norm.cu's (whose kernels take several float tensors of independent dtypes) so
+// that one kernel serves every dtype.
+// Loads return raw words and convert later, so that a thread issues all its loads before it
+// waits for the first.
+enum : int { kF32 = 0, kBf16 = 1, kF16 = 2 };
+
+struct Floats {
+  void* p = nullptr;
+  int kind = kF32;
+  __host__ __device__ int bytes() const { return kind == kF32 ? 4 : 2; }
+  __host__ __device__ Floats at(int64_t offset) const {
+    return {static_cast<char*>(p) + offset * bytes(), kind};
+  }
+};
+
+Floats floats(const Tensor& t, const char* op, const char* what) {
+  require_device(t, op);
+  switch (t.dtype()) {
+    case DType::F32: return {t.raw(), kF32};
+    case DType::Bf16: return {t.raw(), kBf16};
+    case DType::F16: return {t.raw(), kF16};
+    default: break;
+  }
+  fail(op, std::string(what) + " must be a float tensor, got " +
+               std::string(tensor::name(t.dtype())));
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+// Up to 8 elements' storage: word k holds f32 element k, or 16-bit elements 2k and 2k + 1.
+// Elements past the count are zero.
+struct Raw8 {
+  uint32_t w[8];
+};
+
+__device__ __forceinline__ Raw8 load_raw8(Floats f, int64_t i, int count) {
+  Raw8 r;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) r.w[k] = 0;
+  if (count <= 0) return r;
+  if (f.kind == kF32) {
+    const uint32_t* p = static_cast<const uint32_t*>(f.p) + i;
+    if (count == 8 && aligned16(p)) {
+      const uint4 a = reinterpret_cast<const uint4*>(p)[0];
+      const uint4 b = reinterpret_cast<const uint4*>(p)[1];
+      r.w[0] = a.x, r.w[1] = a.y, r.w[2] = a.z, r.w[3] = a.w;
+      r.w[4] = b.x, r.w[5] = b.y, r.w[6] = b.z, r.w[7] = b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (k < count) r.w[k] = p[k];
+      }
+    }
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(f.p) + i;
+    if (count == 8 && aligned16(p)) {
+      const uint4 a = *reinterpret_cast<const uint4*>(p);
+      r.w[0] = a.x, r.w[1] = a.y, r.w[2] = a.z, r.w[3] = a.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (k < count) r.w[k >> 1] |= uint32_t{p[k]} << (16 * (k & 1));
+      }
+    }
+  }
+  return r;
+}
+
+__device__ __forceinline__ void to_floats(const Raw8& r, int kind, float (&v)[8]) {
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const uint32_t h = (r.w[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
+    if (kind == kF32) {
+      v[k] = __uint_as_float(r.w[k]);
+    } else if (kind == kBf16) {
+      v[k] = __uint_as_float(h << 16);
+    } else {
+      v[k] = __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+    }
+  }
+}
+
+// Elements [i, i + count) of f = v[0, count), rounded to nearest even.
+__device__ __forceinline__ void store8(Floats f, int64_t i, int count, const float (&v)[8]) {
+  if (count <= 0) return;
+  if (f.kind == kF32) {
+    uint32_t* p = static_cast<uint32_t*>(f.p) + i;
+    if (count == 8 && aligned16(p)) {
+      reinterpret_cast<uint4*>(p)[0] = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
+                                                  __float_as_uint(v[2]), __float_as_uint(v[3]));
+      reinterpret_cast<uint4*>(p)[1] = make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]),
+                                                  __float_as_uint(v[6]), __float_as_uint(v[7]));
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (k < count) p[k] = __float_as_uint(v[k]);
+      }
+    }
+    return;
+  }
+  uint32_t h[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    h[k] = f.kind == kBf16 ? uint32_t{__bfloat16_as_ushort(__float2bfloat16_rn(v[k]))}
+                           : uint32_t{__half_as_ushort(__float2half_rn(v[k]))};
+  }
+  uint16_t* p = static_cast<uint16_t*>(f.p) + i;
+  if (count == 8 && aligned16(p)) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16,
+                                              h[4] | h[5] << 16, h[6] | h[7] << 16);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      if (k < count) p[k] = static_cast<uint16_t>(h[k]);
+    }
+  }
+}
+
+// --- the rotation --------------------------------------------------------------------------------
+
+// base^(-2i / rotary_dim) for the first channels, computed on the host with the CPU's own
+// std::pow (so the angles are bit for bit the CPU's) and passed by value; channels beyond (a
+// rotary_dim over 512) compute theirs with the device's pow.
+constexpr int kHostFrequencies = 256;
+struct Frequencies {
+  double value[kHostFrequencies];
+};
+
+constexpr int kMaxThreads = 256;
+// The cosines and sines of one position sit in shared memory: at most 48 KiB of them.
+constexpr int64_t kMaxHalf = 48 * 1024 / (2 * sizeof(float));
+
+// Block (t, y) rotates position t of batches y, y + gridDim.y, ...: its cos and sin, rounded
+// from f64 to f32 as the CPU's tables are (the angle t * frequency reaches thousands of radians,
+// which f32 would misplace), are computed once and shared by those rows. Inverse negates the
+// sine. Each thread takes 8 channels i of a head and their partners i + half.
+__global__ void __launch_bounds__(kMaxThreads)
+    rotary_kernel(Floats qkv, int64_t batch, int64_t seq, int64_t width, int64_t dim,
+                  int64_t per_group, int64_t groups, int64_t half, double base,
+                  int64_t rotary_dim, bool inverse, const __grid_constant__ Frequencies frequencies) {
+  extern __shared__ float table[];
+  float* cos_t = table;
+  float* sin_t = table + half;
+  const int64_t t = blockIdx.x;
+  const unsigned threads = blockDim.x;
+  for (int64_t i = threadIdx.x; i < half; i += threads) {
+    const double frequency =
+        i < kHostFrequencies
+            ? frequencies.value[i]
+            : pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+    const double angle = static_cast<double>(t) * frequency;
+    double s = 0.0, c = 0.0;
+    sincos(angle, &s, &c);
+    cos_t[i] = static_cast<float>(c);
+    sin_t[i] = static_cast<float>(inverse ? -s : s);
+  }
+  __syncthreads();
+
+  // Per group: its per_group query heads, then its key head (rotated), then its value head (not).
+  const int64_t chunks = (half + 7) / 8;
+  const int64_t rotated = per_group + 1;
+  const int64_t work = groups * rotated * chunks;
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    const Floats row = qkv.at((b * seq + t) * width);
+    for (int64_t w = threadIdx.x; w < work; w += threads) {
+      const int64_t head = w / chunks, i0 = (w - head * chunks) * 8;
+      const int64_t g = head / rotated, h = head - g * rotated;
+      const int64_t column = (g * (per_group + 2) + h) * dim + i0;
+      const int count = static_cast<int>(min(int64_t{8}, half - i0));
+      const Raw8 raw1 = load_raw8(row, column, count);
+      const Raw8 raw2 = load_raw8(row, column + half, count);
+      float x1[8], x2[8], out1[8], out2[8];
+      to_floats(raw1, row.kind, x1);
+      to_floats(raw2, row.kind, x2);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float c = e < count ? cos_t[i0 + e] : 0.0f;
+        const float s = e < count ? sin_t[i0 + e] : 0.0f;
+        out1[e] = x1[e] * c - x2[e] * s;
+        out2[e] = x2[e] * c + x1[e] * s;
+      }
+      store8(row, column, count, out1);
+      store8(row, column + half, count, out2);
+    }
+  }
+}
+
+}  // namespace
+
+void rotary(cudaStream_t stream, Tensor& qkv, const AttentionShape& shape,
+            const RotaryOptions& options, bool inverse) {
+  const char* op = "rotary";
+  require(shape.batch >= 0 && shape.seq >= 0 && shape.head_dim > 0 && shape.groups > 0 &&
+              shape.heads > 0 && shape.heads % shape.groups == 0,
+          op, "bad shape (heads must be a positive multiple of groups)");
+  const int64_t width = shape.qkv_width();
+  require(qkv.numel() == shape.batch * shape.seq * width, op,
+          "qkv " + tensor::to_string(qkv.shape()) + " does not match the shape");
+  const int64_t rotary_dim = options.rotary_dim;
+  require(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= shape.head_dim, op,
+          "rotary_dim must be even and in (0, head_dim]");
+  const int64_t half = rotary_dim / 2;
+  require(half <= kMaxHalf, op, "rotary_dim must be at most " + std::to_string(2 * kMaxHalf));
+  const Floats x = floats(qkv, op, "qkv");
+  if (shape.batch == 0 || shape.seq == 0) return;
+  require(shape.seq <= INT_MAX, op, "seq must be below 2^31");
+
+  // As the CPU: std::pow(base, -2i / rotary_dim) in f64.
+  Frequencies frequencies{};
+  for (int64_t i = 0; i < std::min<int64_t>(half, kHostFrequencies); ++i) {
+    frequencies.value[i] =
+        std::pow(options.base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+  }
+  const int64_t per_group = shape.heads / shape.groups;
+  const int64_t work = shape.groups * (per_group + 1) * ((half + 7) / 8);
+  const auto threads = static_cast<unsigned>(
+      std::clamp<int64_t>((std::max(work, half) + 31) / 32 * 32, 32, kMaxThreads));
+  // Enough blocks to fill the device when seq is short; else one block per position.
+  const int64_t spread = std::clamp<int64_t>((2048 + shape.seq - 1) / shape.seq, 1, 65535);
+  const dim3 grid(static_cast<unsigned>(shape.seq),
+                  static_cast<unsigned>(std::min(shape.batch, spread)));
+  const size_t shared = static_cast<size_t>(2 * half) * sizeof(float);
+  rotary_kernel<<<grid, threads, shared, stream>>>(x, shape.batch, shape.seq, width,
+                                                   shape.head_dim, per_group, shape.groups, half,
+                                                   options.base, rotary_dim, inverse, frequencies);
+  check_launch(op);
+}
+
+}  // namespace megatron::kernels

@@ -1,0 +1,438 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # the phase functions run through run_phase, by name
+# The GPU check, in one call, for a machine with an NVIDIA GPU and the CUDA toolkit:
+#   info   records nvidia-smi, nvcc --version and the host
+#   deps   installs missing Debian packages (scripts/install-deps.sh; instant when all present)
+#   build  configures and builds the `cuda` preset for this GPU's architecture (only the
+#          targets the later phases use, unless --full-build)
+#   tests  every GPU test: kernel_tests (label kernels), then the Cuda*/Nccl* suites of the
+#          other binaries (CudaRun, CudaParallelRun, ...) and the dist MPI jobs (NCCL tests)
+#   bench  build/cuda/bin/megatron-gpu-bench: GEMM TFLOP/s against cuBLAS, kernel GB/s against a
+#          device-to-device copy, flash attention TFLOP/s
+#   train  gpt-125m and gpt-1.3b in bf16 on one GPU, mock data: ms per iteration (median after
+#          the warm-up iterations), tokens/s, and MFU = model FLOPs per iteration (from
+#          `megatron plan --json` on the same recipe and overrides) / (seconds per iteration x
+#          the GPU's dense bf16 peak, from its name)
+# then one summary. Each phase runs under its own time limit and within a total budget; a
+# failing phase does not stop the next. The exit status is 1 when any phase failed (the summary
+# names them), 2 for bad arguments.
+#
+# usage: scripts/gpu-check.sh [--only PHASES] [--skip PHASES] [--iters N] [--full-build]
+#                             [--test-deps]
+#   --only, --skip  comma-separated phases (default: all, in the order above)
+#   --iters N       training iterations per recipe (default 30; the first 5 are warm-up)
+#   --full-build    build every target of the preset, not only the ones used here
+#   --test-deps     install-deps.sh --test (PyTorch and friends: slow; no GPU test needs them)
+# env: GPU_CHECK_BUDGET_S  total seconds for all phases (default 470)
+#      CUDA_ARCHS          CMAKE_CUDA_ARCHITECTURES (default: this GPU's, e.g. 90; "preset":
+#                          the preset's 80;90)
+#      GPU_PEAK_FLOPS      dense bf16 FLOP/s for MFU when the GPU's name is not known
+#      OUT                 when set, the log and results are written there too
+# Results: build/gpu-check/ (gpu-check.log, bench.json, bench.txt, build.log, runs, plans).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+phases="info deps build tests bench train"
+skip=""
+iters=30
+warmup=5
+full_build=0
+test_deps=0
+while [[ $# -gt 0 ]]; do
+  if [[ "$1" =~ ^--(only|skip|iters)$ && $# -lt 2 ]]; then
+    echo "$1 needs a value (see --help)" >&2
+    exit 2
+  fi
+  case "$1" in
+    --only) phases=${2//,/ }; shift 2 ;;
+    --skip) skip=${2//,/ }; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    --full-build) full_build=1; shift ;;
+    --test-deps) test_deps=1; shift ;;
+    -h|--help) sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for p in $phases $skip; do
+  case "$p" in
+    info|deps|build|tests|bench|train) ;;
+    *) echo "unknown phase '$p' (info, deps, build, tests, bench, train)" >&2; exit 2 ;;
+  esac
+done
+if ! [[ "$iters" =~ ^[0-9]+$ ]] || (( iters < warmup + 3 )); then
+  echo "--iters must be an integer >= $((warmup + 3))" >&2
+  exit 2
+fi
+budget=${GPU_CHECK_BUDGET_S:-470}
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "GPU_CHECK_BUDGET_S must be a number of seconds" >&2; exit 2; }
+
+work=build/gpu-check
+mkdir -p "$work"
+logs=("$work/gpu-check.log")
+if [[ -n "${OUT:-}" ]]; then
+  mkdir -p "$OUT"
+  logs+=("$OUT/gpu-check.log")
+fi
+[[ -d /usr/local/cuda/bin ]] && PATH="$PATH:/usr/local/cuda/bin"
+export PATH
+jobs=$(nproc)
+megatron=build/cuda/bin/megatron
+bench=build/cuda/bin/megatron-gpu-bench
+
+wanted() { [[ " $phases " == *" $1 "* && " $skip " != *" $1 "* ]]; }
+
+# --- JSON fields with awk (no python on a bare machine): one value per line is enough here ------
+# json_num KEY < FILE: the first number stored under "KEY".
+json_num() {
+  awk -v key="$1" 'match($0, "\"" key "\": ?[-0-9.eE+]+") {
+    v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: ?/, "", v); print v; exit }'
+}
+
+# metrics_summary FILE WARMUP: "median_ms iterations last_loss peak_tensor_bytes" of the
+# training lines after the warm-up iterations ("- 0 - -" when there are none).
+metrics_summary() {
+  awk -v warm="$2" '
+    function num(key,   v) {
+      if (!match($0, "\"" key "\": ?[-0-9.eE+]+")) return ""
+      v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: ?/, "", v); return v
+    }
+    /"lm_loss"/ {
+      it = num("iteration"); ms = num("ms_per_iteration")
+      loss = num("lm_loss"); mem = num("tensor_bytes_peak")
+      if (it + 0 > warm && ms != "") t[n++] = ms + 0
+    }
+    END {
+      if (n == 0) { print "- 0 " (loss == "" ? "-" : loss) " " (mem == "" ? "-" : mem); exit }
+      for (i = 1; i < n; i++) { x = t[i]; for (j = i - 1; j >= 0 && t[j] > x; j--) t[j + 1] = t[j]; t[j + 1] = x }
+      median = n % 2 ? t[int(n / 2)] : (t[n / 2 - 1] + t[n / 2]) / 2
+      print median, n, loss, mem
+    }' "$1" 2>/dev/null || echo "- 0 - -"
+}
+
+# --- the GPU: name, architecture, dense bf16 peak, plan profile ---------------------------------
+gpu_name=""
+gpu_arch=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu_name=$(timeout 20 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+  cap=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+  [[ "$cap" =~ ^[0-9]+\.[0-9]+$ ]] && gpu_arch=${cap/./}
+fi
+case "$gpu_name" in
+  *H200*NVL*|*H100*NVL*) peak=835e12 ;;
+  *H100*PCIe*) peak=756e12 ;;
+  *H200*|*H100*|*H800*) peak=989e12 ;;
+  *A100*|*A800*) peak=312e12 ;;
+  *) peak=${GPU_PEAK_FLOPS:-} ;;
+esac
+case "$gpu_name" in
+  *H200*) hardware=h200 ;;
+  *H100*|*H800*) hardware=h100-sxm ;;
+  *A100*|*A800*) hardware=a100-80gb ;;
+  *) hardware="" ;;
+esac
+
+# --- phases -------------------------------------------------------------------------------------
+phase_rows=()
+failures=()
+deadline=0
+started=$SECONDS
+
+# limited CMD...: CMD within what is left of the current phase (exit 124 when it runs out).
+limited() {
+  local left=$((deadline - SECONDS))
+  if ((left < 1)); then
+    echo "out of time before: $*"
+    return 124
+  fi
+  timeout --kill-after=10 "$left" "$@"
+}
+
+# run_phase NAME LIMIT_S FUNCTION: FUNCTION under LIMIT_S seconds (or what is left of the budget).
+run_phase() {
+  local name=$1 limit=$2 fn=$3
+  wanted "$name" || return 0
+  local left=$((budget - (SECONDS - started))) t0=$SECONDS rc=0 result
+  if ((left < 20)); then
+    result="SKIPPED (out of time)"
+    rc=1
+  else
+    ((limit > left)) && limit=$left
+    deadline=$((SECONDS + limit))
+    echo
+    echo "==> $name (at most ${limit}s; $((SECONDS - started))s since the start)"
+    "$fn" || rc=$?
+    if ((rc == 0)); then
+      result=ok
+    elif ((rc == 124 || rc == 137)); then
+      result="TIMED OUT (${limit}s)"
+    else
+      result="FAILED (exit $rc)"
+    fi
+  fi
+  phase_rows+=("$(printf '%-6s %-24s %5ss' "$name" "$result" "$((SECONDS - t0))")")
+  ((rc == 0)) || failures+=("$name")
+  echo "<== $name: $result ($((SECONDS - t0))s)"
+  save_results
+}
+
+# Copies what the phases wrote to $OUT (after each phase: a run cut short still returns them).
+save_results() {
+  [[ -n "${OUT:-}" ]] || return 0
+  local f d
+  for f in bench.json bench.txt configure.log build.log ctest-kernels.log ctest-gpu.log; do
+    [[ -f "$work/$f" ]] && cp -f "$work/$f" "$OUT/"
+  done
+  for f in "$work"/train-*.log "$work"/plan-*.json; do
+    [[ -f "$f" ]] && cp -f "$f" "$OUT/"
+  done
+  for d in "$work"/run-*; do
+    [[ -f "$d/metrics.jsonl" ]] && cp -f "$d/metrics.jsonl" "$OUT/metrics-${d##*/run-}.jsonl"
+  done
+  return 0
+}
+
+phase_info() {
+  local rc=0
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    limited nvidia-smi || rc=$?
+    limited nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap,clocks.max.sm,clocks.max.mem,power.limit,persistence_mode --format=csv ||
+      true
+  else
+    echo "nvidia-smi not found: no NVIDIA driver on this machine"
+    rc=1
+  fi
+  echo "GPU: ${gpu_name:-unknown}; architecture ${gpu_arch:-unknown}; dense bf16 peak" \
+       "${peak:-unknown (set GPU_PEAK_FLOPS)} FLOP/s; plan profile ${hardware:-as in the recipe}"
+  local nvcc
+  nvcc=$(command -v nvcc || true)
+  if [[ -n "$nvcc" ]]; then
+    limited "$nvcc" --version || rc=$?
+  else
+    echo "nvcc not found (PATH and /usr/local/cuda/bin)"
+    rc=1
+  fi
+  echo "host: $(nproc) cores, $(free -g 2>/dev/null | awk '/^Mem:/ {print $2 " GiB"}'), $(uname -srm)"
+  grep -m1 PRETTY_NAME /etc/os-release 2>/dev/null || true
+  command -v cmake >/dev/null && cmake --version | head -n 1
+  command -v g++ >/dev/null && g++ --version | head -n 1
+  git log -1 --format='commit %h %s' 2>/dev/null || true
+  git status --short 2>/dev/null | head -n 30
+  return "$rc"
+}
+
+phase_deps() {
+  local args=()
+  ((test_deps)) && args+=(--test)
+  limited ./scripts/install-deps.sh "${args[@]}"
+}
+
+phase_build() {
+  local rc=0 archs=${CUDA_ARCHS:-$gpu_arch}
+  local configure=(cmake --preset cuda)
+  [[ -n "$archs" && "$archs" != preset ]] && configure+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
+  echo "+ ${configure[*]}"
+  limited "${configure[@]}" >"$work/configure.log" 2>&1 || rc=$?
+  grep -E "megatron:|CMake Error|CMake Warning" "$work/configure.log"
+  if ((rc != 0)); then
+    tail -n 30 "$work/configure.log"
+    return "$rc"
+  fi
+  local targets=() available
+  if ((!full_build)); then
+    available=$(ninja -C build/cuda -t targets all 2>/dev/null | cut -d: -f1)
+    for t in megatron megatron-gpu-bench kernel_tests cli_tests dist_tests; do
+      if grep -qx "$t" <<<"$available"; then
+        targets+=("$t")
+      else
+        echo "no target $t in this build"
+      fi
+    done
+  fi
+  local build=(cmake --build --preset cuda -j "$jobs")
+  ((${#targets[@]})) && build+=(--target "${targets[@]}")
+  build+=(-- -k 0)  # ninja: keep building what does not depend on a failure
+  echo "+ ${build[*]}"
+  limited "${build[@]}" >"$work/build.log" 2>&1 || rc=$?
+  echo "build: $(grep -c 'warning:' "$work/build.log") warning lines; full output in $work/build.log"
+  if ((rc != 0)); then
+    grep -E -A 3 'error:|FAILED:|undefined reference' "$work/build.log" | head -n 80
+    tail -n 5 "$work/build.log"
+  fi
+  return "$rc"
+}
+
+# ctest_run LOG ARGS...: ctest --preset cuda ARGS, its output without the "Start" lines.
+ctest_run() {
+  local out=$1 rc=0
+  shift
+  echo "+ ctest --preset cuda $*"
+  limited ctest --preset cuda --timeout 300 --no-tests=error "$@" >"$out" 2>&1 || rc=$?
+  grep -v -E '^ *Start +[0-9]+:' "$out"
+  return "$rc"
+}
+
+phase_tests() {
+  local rc=0 rc2=0
+  # kernel_tests: one CUDA context per test process, so several at once.
+  ctest_run "$work/ctest-kernels.log" -L '^kernels$' -j 8 || rc=$?
+  # The GPU suites of the other binaries (gtest names: Suite.Test, Prefix/Suite.Test/param) and
+  # the dist MPI jobs, which hold the NCCL communicator tests in a CUDA build.
+  ctest_run "$work/ctest-gpu.log" -LE '^kernels$' -j 4 \
+    -R '^(Cuda|Nccl|[A-Za-z0-9_]+/(Cuda|Nccl))[A-Za-z0-9_]*\.|^dist_tests_[0-9]+_ranks$' || rc2=$?
+  ((rc == 124 || rc2 == 124)) && return 124
+  ((rc != 0)) && return "$rc"
+  return "$rc2"
+}
+
+phase_bench() {
+  [[ -x "$bench" ]] || { echo "$bench was not built"; return 1; }
+  rm -f "$work/bench.json"
+  limited "$bench" --json "$work/bench.json" 2>&1 | tee "$work/bench.txt"
+  local rc=${PIPESTATUS[0]}
+  ((rc == 3)) && echo "megatron-gpu-bench found no CUDA device"
+  return "$rc"
+}
+
+train_rows=()
+
+# train_one NAME RECIPE MICRO_BATCH GLOBAL_BATCH LIMIT_S
+train_one() {
+  local name=$1 recipe=$2 mbs=$3 gbs=$4 limit=$5 rc=0
+  local dir="$work/run-$name"
+  # One GPU: a world of one (the recipes are laid out for 8), a fixed number of iterations with
+  # gradient accumulation (global batch = 2 micro-batches), mock tokens, no validation and no
+  # checkpoint, a metrics line per iteration.
+  local overrides=(training.train_iters="$iters" training.train_samples=null
+                   training.train_tokens=null training.lr_warmup_iters="$warmup"
+                   training.lr_warmup_fraction=null training.micro_batch_size="$mbs"
+                   training.global_batch_size="$gbs" data.mock=true precision.dtype=bf16
+                   logging.interval=1 eval.interval=null cluster.nodes=1 cluster.gpus_per_node=1)
+  [[ -n "$hardware" ]] && overrides+=("cluster.hardware=$hardware")
+  echo "--- $name: $recipe ${overrides[*]}"
+  local flops="" tokens=""
+  if limited "$megatron" plan "$recipe" "${overrides[@]}" --json >"$work/plan-$name.json" \
+       2>"$work/plan-$name.err"; then
+    flops=$(json_num model_per_iteration <"$work/plan-$name.json")
+    tokens=$(json_num tokens_per_iteration <"$work/plan-$name.json")
+    echo "plan: $flops model FLOPs and $tokens tokens per iteration"
+  else
+    echo "megatron plan failed:"
+    cat "$work/plan-$name.err"
+    rc=1
+  fi
+  rm -rf "$dir"
+  local left=$((deadline - SECONDS))
+  ((limit > left)) && limit=$left
+  local run_rc=0
+  echo "+ $megatron run $recipe ... --device cuda --run-dir $dir (at most ${limit}s)"
+  timeout --kill-after=10 "$((limit > 0 ? limit : 1))" "$megatron" run "$recipe" \
+    "${overrides[@]}" --device cuda --run-dir "$dir" >"$work/train-$name.log" 2>&1 || run_rc=$?
+  cat "$work/train-$name.log"
+  ((run_rc != 0)) && echo "megatron run exited $run_rc" && rc=$run_rc
+  local ms n loss mem
+  read -r ms n loss mem < <(metrics_summary "$dir/metrics.jsonl" "$warmup")
+  local row
+  row=$(awk -v ms="$ms" -v n="$n" -v f="$flops" -v tok="$tokens" -v peak="$peak" -v loss="$loss" \
+            -v mem="$mem" -v name="$name" -v mbs="$mbs" -v gbs="$gbs" 'BEGIN {
+    if (ms == "-" || ms + 0 <= 0) { printf "%-9s %4d %4d %6s %9s %10s %8s %6s %8s %8s", name, mbs, gbs, n, "-", "-", "-", "-", loss, "-"; exit }
+    s = ms / 1000
+    tps = tok != "" ? sprintf("%.0f", tok / s) : "-"
+    tf = f != "" ? sprintf("%.1f", f / s / 1e12) : "-"
+    mfu = (f != "" && peak + 0 > 0) ? sprintf("%.1f%%", 100 * f / s / peak) : "-"
+    gib = mem ~ /^[0-9]/ ? sprintf("%.1f", mem / 2^30) : "-"
+    printf "%-9s %4d %4d %6d %9.1f %10s %8s %6s %8s %8s", name, mbs, gbs, n, ms, tps, tf, mfu, loss, gib }')
+  train_rows+=("$row")
+  echo "result: $row"
+  ((n == 0 && rc == 0)) && rc=1
+  return "$rc"
+}
+
+phase_train() {
+  [[ -x "$megatron" ]] || { echo "$megatron was not built"; return 1; }
+  local rc=0 rc2=0
+  train_one gpt-125m recipes/gpt-125m.yaml 8 16 100 || rc=$?
+  train_one gpt-1.3b recipes/gpt-1.3b.yaml 4 8 200 || rc2=$?
+  ((rc == 124 || rc2 == 124 || rc == 137 || rc2 == 137)) && return 124
+  ((rc != 0)) && return "$rc"
+  return "$rc2"
+}
+
+# --- the summary --------------------------------------------------------------------------------
+bench_summary() {
+  local json="$work/bench.json"
+  if [[ ! -s "$json" ]]; then
+    echo "(no bench results: $json is missing)"
+    return
+  fi
+  awk '
+    function str(key,   v) {
+      if (!match($0, "\"" key "\": \"[^\"]*\"")) return ""
+      v = substr($0, RSTART, RLENGTH); sub(/^"[^"]*": "/, "", v); sub(/"$/, "", v); return v
+    }
+    function num(key,   v) {
+      if (!match($0, "\"" key "\": ?[-0-9.eE+]+")) return ""
+      v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: ?/, "", v); return v
+    }
+    function fixed(v, digits) { return v == "" ? "-" : sprintf("%." digits "f", v) }
+    /"cublas_peak_bf16_tflops"/ { bf16 = num("cublas_peak_bf16_tflops") }
+    /"cublas_peak_tf32_tflops"/ { tf32 = num("cublas_peak_tf32_tflops") }
+    /"copy_peak_gbps"/ { copy = num("copy_peak_gbps") }
+    /"section": / {
+      section = str("section"); name = str("name"); err = ""
+      if (match($0, /"error": ".*"}/)) err = substr($0, RSTART + 10, RLENGTH - 12)
+      rate = num(section == "kernels" ? "gbps" : "tflops")
+      if (section == "reference") next
+      if (section != last) {
+        if (section == "gemm")
+          printf "\nGEMM                                   TFLOP/s  vs cuBLAS (bf16 peak %s, tf32 %s TFLOP/s)\n", fixed(bf16, 1), fixed(tf32, 1)
+        else if (section == "kernels")
+          printf "\nkernel                                    GB/s  vs copy (device-to-device %s GB/s)\n", fixed(copy, 0)
+        else
+          printf "\nflash attention                        TFLOP/s  vs cuBLAS bf16 peak\n"
+        last = section
+      }
+      if (err != "") { printf "  %-36s FAILED: %s\n", name, substr(err, 1, 80); next }
+      printf "  %-36s %8s  %5s\n", name, fixed(rate, section == "kernels" ? 0 : 1), fixed(num("ratio"), 2)
+    }' "$json"
+}
+
+summary() {
+  echo
+  echo "==================================== summary ===================================="
+  echo "GPU: ${gpu_name:-unknown} (sm_${gpu_arch:-?}); dense bf16 peak ${peak:-unknown} FLOP/s;" \
+       "$(git log -1 --format='commit %h' 2>/dev/null || echo 'commit ?')"
+  echo
+  echo "phase  result                    time"
+  printf '%s\n' "${phase_rows[@]}"
+  if wanted bench; then bench_summary; fi
+  if ((${#train_rows[@]})); then
+    echo
+    echo "training: bf16, one GPU, mock data, seq 2048; median of iterations $((warmup + 1))-$iters;" \
+         "MFU = model FLOPs (megatron plan) / time / peak"
+    printf '  %-9s %4s %4s %6s %9s %10s %8s %6s %8s %8s\n' recipe mbs gbs iters ms/iter tokens/s \
+      TFLOP/s MFU loss 'mem GiB'
+    printf '  %s\n' "${train_rows[@]}"
+  fi
+  echo
+  if ((${#failures[@]})); then
+    echo "FAILED phases: ${failures[*]} (total $((SECONDS - started))s)"
+  else
+    echo "all phases passed (total $((SECONDS - started))s)"
+  fi
+}
+
+main() {
+  echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); phases: $phases${skip:+ (skipping $skip)};" \
+       "budget ${budget}s"
+  run_phase info 30 phase_info
+  run_phase deps 240 phase_deps
+  run_phase build 330 phase_build
+  run_phase tests 200 phase_tests
+  run_phase bench 150 phase_bench
+  run_phase train 300 phase_train
+  summary
+  ((${#failures[@]} == 0))
+}
+
+main 2>&1 | tee "${logs[@]}"
+exit "${PIPESTATUS[0]}"

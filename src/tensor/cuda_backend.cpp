@@ -1,0 +1,404 @@
+// CudaBackend: device selection, streams, the stream-ordered caching allocator, host transfers
+// and GEMMs; every other op forwards to kernels/ (see kernels/ops.hpp).
+#include "tensor/cuda_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+#include "kernels/device.hpp"
+#include "kernels/ops.hpp"
+#include "tensor/cuda_gemm.hpp"
+
+namespace megatron::tensor {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("cuda backend: ") + what + ": " +
+                             cudaGetErrorString(status));
+  }
+}
+
+// cuBLASLt's recommended workspace on Hopper; enough for its split-K algorithms.
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+// Host writes up to this size are staged through pinned memory and return at once.
+constexpr size_t kPinnedStagingBytes = size_t{16} << 20;
+
+int alignment_of(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  int alignment = 16;
+  while (alignment > 1 && address % uintptr_t(alignment) != 0) alignment /= 2;
+  return alignment;
+}
+
+}  // namespace
+
+// Shared with every tensor's deleter, so memory freed after the backend is gone still returns
+// to the pool in stream order.
+struct DevicePool {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cudaMemPool_t pool = nullptr;
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> peak{0};
+  ~DevicePool() {
+    if (stream) {
+      cudaStreamSynchronize(stream);
+      cudaStreamDestroy(stream);
+    }
+  }
+};
+
+struct CudaBackend::State {
+  CudaOptions options;
+  std::shared_ptr<DevicePool> pool = std::make_shared<DevicePool>();
+  std::string name;
+  kernels::Workspace workspace;
+  void* gemm_workspace = nullptr;
+  std::unique_ptr<CudaGemm> gemm;
+  void* pinned = nullptr;              // kPinnedStagingBytes of page-locked host memory
+  cudaEvent_t pinned_free = nullptr;   // recorded after the last copy out of `pinned`
+  cudaStream_t stream() const { return pool->stream; }
+};
+
+CudaBackend::CudaBackend(CudaOptions options) : state_(std::make_unique<State>()) {
+  state_->options = options;
+  const int count = kernels::device_count();
+  if (count == 0) {
+    throw UserError("no CUDA device is visible (no driver or no GPU on this machine); run on the "
+                    "cpu with --device cpu (or cluster.device=cpu)");
+  }
+  if (options.device < 0 || options.device >= count) {
+    throw UserError("CUDA device " + std::to_string(options.device) + " does not exist: this "
+                    "machine shows " + std::to_string(count) + " (check CUDA_VISIBLE_DEVICES)");
+  }
+  DevicePool& pool = *state_->pool;
+  pool.device = options.device;
+  check(cudaSetDevice(options.device), "cudaSetDevice");
+  check(cudaStreamCreateWithFlags(&pool.stream, cudaStreamNonBlocking), "stream");
+  // The device's default stream-ordered pool, told to keep what it has: after the first step
+  // every allocation is served from cached memory, with no cudaMalloc in the step loop.
+  check(cudaDeviceGetDefaultMemPool(&pool.pool, options.device), "memory pool");
+  uint64_t keep = std::numeric_limits<uint64_t>::max();
+  check(cudaMemPoolSetAttribute(pool.pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
+  check(cudaMalloc(&state_->gemm_workspace, kGemmWorkspaceBytes), "gemm workspace");
+  state_->gemm = std::make_unique<CudaGemm>(state_->gemm_workspace, kGemmWorkspaceBytes);
+  check(cudaMallocHost(&state_->pinned, kPinnedStagingBytes), "pinned staging buffer");
+  check(cudaEventCreateWithFlags(&state_->pinned_free, cudaEventDisableTiming), "event");
+  state_->name = "cuda (" + kernels::device_description(options.device) +
+                 (options.allow_tf32 ? ", TF32 allowed" : "") + ")";
+}
+
+CudaBackend::~CudaBackend() {
+  if (!state_) return;
+  cudaStreamSynchronize(state_->stream());
+  state_->gemm.reset();
+  cudaFree(state_->gemm_workspace);
+  cudaEventDestroy(state_->pinned_free);
+  cudaFreeHost(state_->pinned);
+}
+
+std::string CudaBackend::description() const { return state_->name; }
+int CudaBackend::device_index() const { return state_->pool->device; }
+void* CudaBackend::stream() const { return state_->stream(); }
+
+int64_t CudaBackend::reserved_bytes() const {
+  uint64_t reserved = 0;
+  cudaMemPoolGetAttribute(state_->pool->pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
+  return int64_t(reserved);
+}
+
+int64_t CudaBackend::reserved_high_bytes() const {
+  uint64_t high = 0;
+  cudaMemPoolGetAttribute(state_->pool->pool, cudaMemPoolAttrReservedMemHigh, &high);
+  return int64_t(high);
+}
+
+void CudaBackend::release_cached_memory() {
+  synchronize();
+  cudaMemPoolTrimTo(state_->pool->pool, 0);
+}
+
+Tensor CudaBackend::empty(const Shape& shape, DType dtype) {
+  const int64_t n = numel(shape);
+  const int64_t bytes = n * int64_t(size_of(dtype));
+  // At least 256 bytes, so that every tensor has its own 256-byte-aligned address.
+  const size_t rounded = std::max<size_t>(256, (size_t(bytes) + 255) / 256 * 256);
+  std::shared_ptr<DevicePool> pool = state_->pool;
+  void* p = nullptr;
+  cudaError_t status = cudaMallocFromPoolAsync(&p, rounded, pool->pool, pool->stream);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    // Cached blocks of other sizes may be enough once returned to the device.
+    synchronize();
+    cudaMemPoolTrimTo(pool->pool, 0);
+    status = cudaMallocFromPoolAsync(&p, rounded, pool->pool, pool->stream);
+  }
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw RuntimeFailure("out of GPU memory allocating " + to_string(shape) + " " +
+                         std::string(name(dtype)) + " (" + std::to_string(bytes >> 20) +
+                         " MiB; " + std::to_string(pool->allocated.load() >> 20) +
+                         " MiB in use): lower training.micro_batch_size, enable "
+                         "training.recompute, or use more tensor or pipeline parallelism");
+  }
+  const int64_t now = pool->allocated.fetch_add(bytes) + bytes;
+  int64_t peak = pool->peak.load();
+  while (now > peak && !pool->peak.compare_exchange_weak(peak, now)) {
+  }
+  std::shared_ptr<std::byte> buffer(static_cast<std::byte*>(p), [pool, bytes](std::byte* q) {
+    pool->allocated.fetch_sub(bytes);
+    cudaFreeAsync(q, pool->stream);
+  });
+  return Tensor(std::move(buffer), 0, shape, dtype, Device::Cuda);
+}
+
+MemoryStats CudaBackend::memory() const {
+  return {.allocated_bytes = state_->pool->allocated.load(),
+          .peak_bytes = state_->pool->peak.load()};
+}
+
+void CudaBackend::reset_peak_memory() { state_->pool->peak.store(state_->pool->allocated.load()); }
+
+void CudaBackend::synchronize() { check(cudaStreamSynchronize(state_->stream()), "synchronize"); }
+
+void CudaBackend::fill(Tensor& x, double value) { kernels::fill(state_->stream(), x, value); }
+void CudaBackend::copy(const Tensor& src, Tensor& dst) { kernels::copy(state_->stream(), src, dst); }
+
+void CudaBackend::read(const Tensor& x, void* host) {
+  check(cudaMemcpyAsync(host, x.raw(), x.bytes(), cudaMemcpyDeviceToHost, state_->stream()),
+        "copy to the host");
+  synchronize();
+}
+
+void CudaBackend::write(Tensor& x, const void* host) {
+  const size_t bytes = x.bytes();
+  if (bytes <= kPinnedStagingBytes) {
+    // Through the pinned buffer: the host returns once its bytes are staged, and the copy
+    // overlaps with the compute queued before it (a micro-batch's tokens while the last
+    // step still runs).
+    check(cudaEventSynchronize(state_->pinned_free), "staging buffer");
+    std::memcpy(state_->pinned, host, bytes);
+    check(cudaMemcpyAsync(x.raw(), state_->pinned, bytes, cudaMemcpyHostToDevice,
+                          state_->stream()),
+          "copy to the device");
+    check(cudaEventRecord(state_->pinned_free, state_->stream()), "event");
+    return;
+  }
+  check(cudaMemcpyAsync(x.raw(), host, bytes, cudaMemcpyHostToDevice, state_->stream()),
+        "copy to the device");
+  synchronize();
+}
+
+namespace {
+
+void require_gemm(bool ok, const std::string& what) {
+  if (!ok) throw std::logic_error("cuda backend: gemm: " + what);
+}
+
+// The row-major problem of c = op(a) @ op(b) for matrices (rank 2) or batches (rank 3).
+GemmKey gemm_key(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c,
+                 int rank, bool allow_tf32, float beta) {
+  require_gemm(a.rank() == rank && b.rank() == rank && c.rank() == rank,
+               "expected rank-" + std::to_string(rank) + " tensors, got " + to_string(a.shape()) +
+                   ", " + to_string(b.shape()) + ", " + to_string(c.shape()));
+  const int64_t batch = rank == 3 ? a.dim(0) : 1;
+  const int64_t m = trans_a ? a.dim(-1) : a.dim(-2);
+  const int64_t k = trans_a ? a.dim(-2) : a.dim(-1);
+  const int64_t kb = trans_b ? b.dim(-1) : b.dim(-2);
+  const int64_t n = trans_b ? b.dim(-2) : b.dim(-1);
+  require_gemm(k == kb && c.dim(-2) == m && c.dim(-1) == n &&
+                   (rank == 2 || (b.dim(0) == batch && c.dim(0) == batch)),
+               "shapes " + to_string(a.shape()) + (trans_a ? "^T" : "") + " @ " +
+                   to_string(b.shape()) + (trans_b ? "^T" : "") + " -> " + to_string(c.shape()) +
+                   " do not agree");
+  require_gemm(a.dtype() == b.dtype() && is_floating(a.dtype()),
+               "a and b must share a float dtype");
+  require_gemm(c.dtype() == DType::F32 || c.dtype() == a.dtype(),
+               "c must be f32 or a's dtype");
+  require_gemm(a.device() == Device::Cuda && b.device() == Device::Cuda &&
+                   c.device() == Device::Cuda,
+               "expected cuda tensors");
+  return {.m = m, .n = n, .k = k, .batch = batch, .trans_a = trans_a, .trans_b = trans_b,
+          .ab = a.dtype(), .c = c.dtype(), .accumulate = beta != 0.0f, .bias = false,
+          .tf32 = allow_tf32,
+          .alignment = std::min({alignment_of(a.raw()), alignment_of(b.raw()),
+                                 alignment_of(c.raw())})};
+}
+
+}  // namespace
+
+void CudaBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+                       float alpha, float beta) {
+  const GemmKey key = gemm_key(a, trans_a, b, trans_b, c, 2, state_->options.allow_tf32, beta);
+  if (key.m == 0 || key.n == 0) return;
+  if (key.k == 0) {
+    scale(c, beta);
+    return;
+  }
+  state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), nullptr, alpha, beta);
+}
+
+void CudaBackend::gemm_bias(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                            const Tensor& bias, Tensor& c) {
+  GemmKey key = gemm_key(a, trans_a, b, trans_b, c, 2, state_->options.allow_tf32, 0.0f);
+  require_gemm(bias.numel() == key.n && bias.dtype() == c.dtype() &&
+                   bias.device() == Device::Cuda,
+               "bias " + to_string(bias.shape()) + " " + std::string(name(bias.dtype())) +
+                   " must have c's dtype and its " + std::to_string(key.n) + " columns");
+  if (key.m == 0 || key.n == 0) return;
+  if (key.k == 0) {
+    fill(c, 0.0);
+    bias_add(c, bias);
+    return;
+  }
+  key.bias = true;
+  key.alignment = std::min(key.alignment, alignment_of(bias.raw()));
+  state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), bias.raw(), 1.0f, 0.0f);
+}
+
+void CudaBackend::gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                               Tensor& c, float alpha, float beta) {
+  const GemmKey key = gemm_key(a, trans_a, b, trans_b, c, 3, state_->options.allow_tf32, beta);
+  if (key.batch == 0 || key.m == 0 || key.n == 0) return;
+  if (key.k == 0) {
+    scale(c, beta);
+    return;
+  }
+  state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), nullptr, alpha, beta);
+}
+
+// --- everything else runs in kernels/ ---------------------------------------------------------
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+  kernels::add(state_->stream(), a, b, out);
+}
+void CudaBackend::axpy(float alpha, const Tensor& x, Tensor& y) {
+  kernels::axpy(state_->stream(), alpha, x, y);
+}
+void CudaBackend::scale(Tensor& x, float alpha) { kernels::scale(state_->stream(), x, alpha); }
+void CudaBackend::bias_add(Tensor& x, const Tensor& bias) {
+  kernels::bias_add(state_->stream(), x, bias);
+}
+void CudaBackend::bias_grad(const Tensor& dy, Tensor& dbias) {
+  kernels::bias_grad(state_->stream(), state_->workspace, dy, dbias);
+}
+
+void CudaBackend::gelu_forward(const Tensor& x, Tensor& y, bool tanh_approx) {
+  kernels::gelu_forward(state_->stream(), x, y, tanh_approx);
+}
+void CudaBackend::gelu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, bool tanh_approx) {
+  kernels::gelu_backward(state_->stream(), dy, x, dx, tanh_approx);
+}
+void CudaBackend::swiglu_forward(const Tensor& x, Tensor& y) {
+  kernels::swiglu_forward(state_->stream(), x, y);
+}
+void CudaBackend::swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  kernels::swiglu_backward(state_->stream(), dy, x, dx);
+}
+
+void CudaBackend::dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) {
+  kernels::dropout_forward(state_->stream(), x, y, p, key);
+}
+void CudaBackend::dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey key) {
+  kernels::dropout_backward(state_->stream(), dy, dx, p, key);
+}
+void CudaBackend::dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
+                              RngKey key) {
+  kernels::dropout_add(state_->stream(), x, residual, out, p, key);
+}
+
+void CudaBackend::layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     float eps, Tensor& y, Tensor& mean, Tensor& rstd) {
+  kernels::layer_norm_forward(state_->stream(), x, gamma, beta, eps, y, mean, rstd);
+}
+void CudaBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                      const Tensor& mean, const Tensor& rstd, Tensor& dx,
+                                      Tensor& dgamma, Tensor& dbeta) {
+  kernels::layer_norm_backward(state_->stream(), state_->workspace, dy, x, gamma, mean, rstd, dx,
+                               dgamma, dbeta);
+}
+void CudaBackend::rms_norm_forward(const Tensor& x, const Tensor& gamma, float eps, Tensor& y,
+                                   Tensor& rstd) {
+  kernels::rms_norm_forward(state_->stream(), x, gamma, eps, y, rstd);
+}
+void CudaBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                    const Tensor& rstd, Tensor& dx, Tensor& dgamma) {
+  kernels::rms_norm_backward(state_->stream(), state_->workspace, dy, x, gamma, rstd, dx, dgamma);
+}
+
+void CudaBackend::embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out,
+                                    int64_t row_offset, bool accumulate) {
+  kernels::embedding_forward(state_->stream(), ids, table, out, row_offset, accumulate);
+}
+void CudaBackend::embedding_backward(const Tensor& ids, const Tensor& dout, Tensor& dtable,
+                                     int64_t row_offset) {
+  kernels::embedding_backward(state_->stream(), state_->workspace, ids, dout, dtable, row_offset);
+}
+
+void CudaBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOptions& options,
+                         bool inverse) {
+  kernels::rotary(state_->stream(), qkv, shape, options, inverse);
+}
+void CudaBackend::attention_forward(const Tensor& qkv, const AttentionShape& shape,
+                                    const AttentionOptions& options, Tensor& out, Tensor& lse) {
+  kernels::attention_forward(state_->stream(), qkv, shape, options, out, lse);
+}
+void CudaBackend::attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
+                                     const Tensor& lse, const AttentionShape& shape,
+                                     const AttentionOptions& options, Tensor& dqkv) {
+  kernels::attention_backward(state_->stream(), state_->workspace, qkv, out, dout, lse, shape,
+                              options, dqkv);
+}
+
+void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
+                                        Tensor& lse, VocabShard shard) {
+  kernels::cross_entropy_forward(state_->stream(), logits, targets, loss, lse, shard);
+}
+void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                                         const Tensor& lse, const Tensor& dloss, Tensor& dlogits,
+                                         VocabShard shard) {
+  kernels::cross_entropy_backward(state_->stream(), logits, targets, lse, dloss, dlogits, shard);
+}
+
+double CudaBackend::sum(const Tensor& x) {
+  return kernels::sum(state_->stream(), state_->workspace, x);
+}
+double CudaBackend::dot(const Tensor& a, const Tensor& b) {
+  return kernels::dot(state_->stream(), state_->workspace, a, b);
+}
+double CudaBackend::sum_squares(const Tensor& x) {
+  return kernels::sum_squares(state_->stream(), state_->workspace, x);
+}
+bool CudaBackend::all_finite(const Tensor& x) {
+  return kernels::all_finite(state_->stream(), state_->workspace, x);
+}
+
+double CudaBackend::sum_squares_many(std::span<const Tensor> xs) {
+  return kernels::sum_squares_many(state_->stream(), state_->workspace, xs);
+}
+
+void CudaBackend::normal(Tensor& x, float mean, float std, RngKey key) {
+  kernels::normal(state_->stream(), x, mean, std, key);
+}
+void CudaBackend::adamw_update(Tensor& master, const Tensor& grad, Tensor& m, Tensor& v,
+                               const AdamWStep& step) {
+  kernels::adamw_update(state_->stream(), master, grad, m, v, step);
+}
+void CudaBackend::sgd_update(Tensor& master, const Tensor& grad, Tensor& momentum,
+                             const SgdStep& step) {
+  kernels::sgd_update(state_->stream(), master, grad, momentum, step);
+}
+
+void CudaBackend::adamw_update_many(std::span<const AdamWParam> params, const AdamWStep& step) {
+  kernels::adamw_update_many(state_->stream(), params, step);
+}
+
+}  // namespace megatron::tensor

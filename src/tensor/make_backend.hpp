@@ -1,0 +1,25 @@
+// Creating the backend a run asks for (cpu or cuda), and what this build and machine offer.
+// The only place outside the CUDA glue that knows whether the build has CUDA.
+#pragma once
+
+#include <memory>
+
+#include "tensor/backend.hpp"
+
+namespace megatron::tensor {
+
+struct BackendOptions {
+  int threads = 0;          // cpu: 0 means OMP_NUM_THREADS, else every core
+  int cuda_device = 0;      // cuda: the device index (the local rank's GPU)
+  bool allow_tf32 = true;   // cuda: f32 GEMMs may use TF32 tensor cores
+};
+
+// Whether this build has the CUDA backend; how many CUDA devices the driver shows (0 without
+// a driver or a GPU, and in a build without CUDA).
+bool cuda_built();
+int cuda_device_count();
+
+// Throws UserError saying what to do when `device` is cuda and this build or machine has none.
+std::unique_ptr<Backend> make_backend(Device device, const BackendOptions& options);
+
+}  // namespace megatron::tensor

@@ -1,0 +1,41 @@
+#include "train/device_setup.hpp"
+
+#include "dist/self_communicator.hpp"
+#include "tensor/make_backend.hpp"
+#ifdef MEGATRON_WITH_CUDA
+#include "dist/nccl_communicator.hpp"
+#include "tensor/cuda_backend.hpp"
+#endif
+
+namespace megatron::train {
+
+tensor::Device run_device(const recipe::Recipe& r) {
+  switch (r.cluster.device) {
+    case recipe::DeviceKind::Cpu: return tensor::Device::Cpu;
+    case recipe::DeviceKind::Cuda: return tensor::Device::Cuda;
+    case recipe::DeviceKind::Auto: break;
+  }
+  return r.cluster.hardware == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
+}
+
+std::unique_ptr<tensor::Backend> make_run_backend(const recipe::Recipe& r, int threads,
+                                                  int local_rank) {
+  const tensor::Device device = run_device(r);
+  const int gpus = device == tensor::Device::Cuda ? tensor::cuda_device_count() : 0;
+  return tensor::make_backend(device, {.threads = threads,
+                                       .cuda_device = gpus > 0 ? local_rank % gpus : 0,
+                                       .allow_tf32 = r.precision.allow_tf32});
+}
+
+std::unique_ptr<dist::Communicator> make_world(dist::MpiRuntime* mpi, tensor::Backend& backend) {
+  if (!mpi) return std::make_unique<dist::SelfCommunicator>("world", &backend);
+#ifdef MEGATRON_WITH_CUDA
+  if (backend.device() == tensor::Device::Cuda) {
+    auto& gpu = static_cast<tensor::CudaBackend&>(backend);
+    return dist::make_nccl_communicator(mpi->world(), gpu.stream(), gpu.device_index());
+  }
+#endif
+  return mpi->world();
+}
+
+}  // namespace megatron::train

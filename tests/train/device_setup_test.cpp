@@ -1,0 +1,57 @@
+// Which device a recipe runs on, and what a run gets for it: cluster.device, auto following
+// the hardware profile, and a world of one without MPI.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "tensor/make_backend.hpp"
+#include "train/device_setup.hpp"
+
+namespace megatron::train {
+namespace {
+
+recipe::Recipe with(const std::string& hardware, recipe::DeviceKind device) {
+  recipe::Recipe r;
+  r.cluster.hardware = hardware;
+  r.cluster.device = device;
+  return r;
+}
+
+TEST(RunDevice, AutoIsCpuForTheCpuHardwareProfile) {
+  EXPECT_EQ(run_device(with("cpu", recipe::DeviceKind::Auto)), tensor::Device::Cpu);
+}
+
+TEST(RunDevice, AutoIsCudaForAGpuHardwareProfile) {
+  EXPECT_EQ(run_device(with("h100-sxm", recipe::DeviceKind::Auto)), tensor::Device::Cuda);
+  EXPECT_EQ(run_device(with("a100-80gb", recipe::DeviceKind::Auto)), tensor::Device::Cuda);
+}
+
+TEST(RunDevice, AnExplicitDeviceWinsOverTheProfile) {
+  EXPECT_EQ(run_device(with("h200", recipe::DeviceKind::Cpu)), tensor::Device::Cpu);
+  EXPECT_EQ(run_device(with("cpu", recipe::DeviceKind::Cuda)), tensor::Device::Cuda);
+}
+
+TEST(RunBackend, TheCpuBackendTakesTheThreadCount) {
+  const auto backend = make_run_backend(with("cpu", recipe::DeviceKind::Cpu), 1, 0);
+  EXPECT_EQ(backend->device(), tensor::Device::Cpu);
+  EXPECT_NE(backend->description().find("1 thread"), std::string::npos) << backend->description();
+}
+
+TEST(RunBackend, CudaWithoutAGpuIsAUserErrorSayingWhatToDo) {
+  if (tensor::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present: this checks its absence";
+  try {
+    make_run_backend(with("cpu", recipe::DeviceKind::Cuda), 1, 0);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunWorld, ASingleProcessIsAWorldOfOneWithoutMpi) {
+  const auto backend = make_run_backend(with("cpu", recipe::DeviceKind::Cpu), 1, 0);
+  const auto world = make_world(nullptr, *backend);
+  EXPECT_EQ(world->size(), 1);
+  EXPECT_EQ(world->rank(), 0);
+}
+
+}  // namespace
+}  // namespace megatron::train
