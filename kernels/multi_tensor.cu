@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/common.cuh"
+#include "kernels/multi_tensor_plan.hpp"
 #include "kernels/ops.hpp"
 
 namespace megatron::kernels {
@@ -152,32 +153,18 @@ __global__ void __launch_bounds__(kThreads) sum_partials_kernel(const double* pa
   if (threadIdx.x == 0) *out = sum;
 }
 
-// Calls launch(first, last) for consecutive runs of tensors [first, last) whose chunks fit one
-// launch, with `blocks` holding their (tensor - first, chunk) pairs. A tensor whose chunks do
-// not fit is split: the next launch starts with its remaining chunks.
+// Calls launch(first, last) for each launch of the plan, with `blocks` holding its blocks.
 template <typename Launch>
 void for_launches(const std::vector<int64_t>& sizes, Blocks& blocks, Launch&& launch) {
-  size_t first = 0;
-  blocks.count = 0;
-  auto flush = [&](size_t last) {
-    last = std::min(last, first + size_t(kMaxTensors));
-    if (blocks.count > 0) launch(first, last);
-    blocks.count = 0;
-  };
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    const int64_t chunks = (sizes[i] + kChunk - 1) / kChunk;
-    for (int64_t c = 0; c < chunks; ++c) {
-      const bool table_full = c == 0 && i - first >= size_t(kMaxTensors);
-      if (blocks.count == kMaxBlocks || table_full) {
-        flush(c > 0 ? i + 1 : i);
-        first = i;
-      }
-      blocks.tensor[blocks.count] = int(i - first);
-      blocks.chunk[blocks.count] = int(c);
-      ++blocks.count;
+  for (const MultiTensorLaunch& l :
+       plan_multi_tensor_launches(sizes, kChunk, kMaxTensors, kMaxBlocks)) {
+    blocks.count = int(l.blocks.size());
+    for (int b = 0; b < blocks.count; ++b) {
+      blocks.tensor[b] = l.blocks[size_t(b)].slot;
+      blocks.chunk[b] = l.blocks[size_t(b)].chunk;
     }
+    launch(l.first, l.last);
   }
-  flush(sizes.size());
 }
 
 }  // namespace

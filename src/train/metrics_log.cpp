@@ -29,7 +29,7 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir)
 void MetricsLog::log(const IterationMetrics& m) {
   std::string line = fmt::format(
       " iteration {:>7}/{:>7} | consumed samples: {:>10} | elapsed time per iteration (ms): "
-      "{:.1f} | tokens/s: {:.0f} | TFLOP/s per rank: {:.1f} (MFU {:.1f}%) | learning rate: {:.6E} | global batch size: {:>5} | lm loss: "
+      "{:.1f} | tokens/s: {:.0f} | TFLOP/s per rank: {:.3g} (MFU {:.1f}%) | learning rate: {:.6E} | global batch size: {:>5} | lm loss: "
       "{:.6E} | loss scale: {:.1f} | grad norm: {:.3f} | skipped iterations: {:>3} | mem: "
       "{:.0f} MiB (tensors {:.0f} MiB)",
       m.iteration, m.train_iters, m.consumed_samples, m.ms_per_iteration, m.tokens_per_s, m.tflops_per_rank,

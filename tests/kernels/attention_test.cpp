@@ -149,6 +149,17 @@ TEST_F(CudaAttention, BackwardMatchesCpu) {
       }
 }
 
+TEST_F(CudaAttention, GroupedKeyAndValueGradientsSumEveryQueryHeadOfTheGroup) {
+  // The dK/dV pass runs a group's query heads in one CTA when there are enough CTAs (256 here:
+  // 16 key blocks x 4 groups x batch 4), and splits them over several, adding f32 partial sums
+  // in a fixed order, when there are few (kGrouped: 4 chunks of one head; here 90 CTAs give
+  // 3 chunks of 1, 1 and 2 of the 4 heads).
+  check_backward({.shape = {.batch = 4, .seq = 1024, .heads = 8, .groups = 4, .head_dim = 32},
+                  .dtype = DType::Bf16});
+  check_backward({.shape = {.batch = 45, .seq = 50, .heads = 8, .groups = 2, .head_dim = 64},
+                  .dropout = 0.1f});
+}
+
 TEST_F(CudaAttention, EverySupportedHeadDimMatchesCpu) {
   // 64 and 128 are covered above; 80 and 96 are not powers of two (5 and 6 columns a thread).
   for (int64_t dim : {32, 80, 96})
