@@ -14,18 +14,8 @@
 namespace megatron::kernels {
 namespace {
 
-constexpr unsigned kThreads = 256;
-
 // Float storage of any dtype, 8 consecutive elements at a time: kernels/flat_access.cuh.
 using namespace flat;
-
-void require_float(const Tensor& x, const char* op) {
-  require_device(x, op);
-  require(tensor::is_floating(x.dtype()), op,
-          "expected a float tensor, got " + std::string(tensor::name(x.dtype())));
-}
-
-unsigned grid_for_vec(int64_t n) { return grid_for((n + kVec - 1) / kVec, kThreads); }
 
 // --- normal --------------------------------------------------------------------------------------
 

@@ -16,12 +16,6 @@ namespace {
 // Float storage of any dtype, 8 consecutive elements at a time: kernels/flat_access.cuh.
 using namespace flat;
 
-void require_float(const Tensor& x, const char* op) {
-  require_device(x, op);
-  require(tensor::is_floating(x.dtype()), op,
-          "expected a float tensor, got " + std::string(tensor::name(x.dtype())));
-}
-
 // --- sums in f64 ---------------------------------------------------------------------------------
 // Pass 1: a fixed number of blocks (a function of n alone), each thread summing its groups of
 // kVec elements in order, the block's threads combined by a fixed tree of warp shuffles; pass 2:
@@ -29,7 +23,6 @@ void require_float(const Tensor& x, const char* op) {
 // only: never on timing, and not on the tensor's alignment either (vec changes how elements are
 // loaded, not which thread adds them).
 
-constexpr unsigned kThreads = 256;
 constexpr int64_t kMaxBlocks = 1024;
 
 enum class Term { Sum, Dot, Squares };
