@@ -26,6 +26,10 @@ int device_count() {
   return count;
 }
 
+void select_device(int index) {
+  if (index >= 0 && index < device_count() && !ok(cudaSetDevice(index))) cudaGetLastError();
+}
+
 std::string device_description(int index) {
   cudaDeviceProp prop{};
   if (index < 0 || index >= device_count() || !ok(cudaGetDeviceProperties(&prop, index))) return {};

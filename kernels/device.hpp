@@ -10,6 +10,9 @@ namespace megatron::kernels {
 // Number of usable CUDA devices; 0 when there is no driver or no device.
 int device_count();
 
+// Makes device `index` current for this thread (cudaSetDevice); nothing when it does not exist.
+void select_device(int index);
+
 // "NVIDIA H200, sm_90, 139.8 GiB" for device `index`; empty when it does not exist.
 std::string device_description(int index);
 

@@ -27,8 +27,9 @@ using tensor::SgdStep;
 using tensor::Tensor;
 using tensor::VocabShard;
 
-// A growing scratch buffer for the ops of one stream. get() may synchronise `stream` (and free
-// the old buffer) when it must grow, so it is called before an op enqueues any work.
+// A growing scratch buffer for the ops of one stream, from the device's stream-ordered memory
+// pool. get() returns the old buffer to the pool when it must grow (after the work already
+// enqueued), so an op calls it once, before it enqueues any work.
 class Workspace {
  public:
   Workspace() = default;
@@ -41,6 +42,7 @@ class Workspace {
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
 };
 
 // --- memory and casts (elementwise.cu) -------------------------------------------------------

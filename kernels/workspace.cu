@@ -25,9 +25,13 @@ void check(cudaError_t status) {
 Workspace::~Workspace() {
   // A destructor must not throw: a failure here (a context already torn down at exit) is
   // ignored, and cleared so that it does not surface in an unrelated check later.
-  if (data_ && cudaFree(data_) != cudaSuccess) cudaGetLastError();
+  if (data_ && cudaFreeAsync(data_, stream_) != cudaSuccess) cudaGetLastError();
 }
 
+// Stream-ordered, from the device's memory pool (the one CudaBackend's tensors come from): the
+// old buffer returns to the pool once the work already enqueued on `stream` is done with it, so
+// growing neither synchronises (which would also wait for NCCL's kernels on other streams) nor
+// fails while the pool holds enough free memory.
 void* Workspace::get(size_t bytes, cudaStream_t stream) {
   if (bytes <= bytes_) return data_;
   // Grow at least geometrically so that a sequence of slowly growing requests reallocates
@@ -35,17 +39,16 @@ void* Workspace::get(size_t bytes, cudaStream_t stream) {
   size_t want = std::max(bytes, 2 * bytes_);
   want = (want + kAlignment - 1) / kAlignment * kAlignment;
   if (data_) {
-    // Work already enqueued on `stream` may still be reading the old buffer.
-    check(cudaStreamSynchronize(stream));
     void* old = data_;
     data_ = nullptr;
     bytes_ = 0;
-    check(cudaFree(old));
+    check(cudaFreeAsync(old, stream_));
   }
   void* fresh = nullptr;
-  check(cudaMalloc(&fresh, want));
+  check(cudaMallocAsync(&fresh, want, stream));
   data_ = fresh;
   bytes_ = want;
+  stream_ = stream;
   return data_;
 }
 

@@ -21,6 +21,7 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
+    cudaGetLastError();  // cleared, or the next op's launch check would report it again
     throw std::runtime_error(std::string("cuda backend: ") + what + ": " +
                              cudaGetErrorString(status));
   }
@@ -28,8 +29,15 @@ void check(cudaError_t status, const char* what) {
 
 // cuBLASLt's recommended workspace on Hopper; enough for its split-K algorithms.
 constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
-// Host writes up to this size are staged through pinned memory and return at once.
-constexpr size_t kPinnedStagingBytes = size_t{16} << 20;
+// Host writes up to this size are staged through pinned memory and return at once (bigger
+// ones, weights loaded from a checkpoint, copy directly and wait).
+constexpr size_t kPinnedStagingBytes = size_t{4} << 20;
+
+void require_cuda(const Tensor& x, const char* op) {
+  if (x.device() != Device::Cuda) {
+    throw std::logic_error(std::string("cuda backend: ") + op + ": expected a cuda tensor");
+  }
+}
 
 int alignment_of(const void* p) {
   const auto address = reinterpret_cast<uintptr_t>(p);
@@ -56,6 +64,10 @@ struct DevicePool {
   }
 };
 
+// Page-locked host buffers that host writes are staged through, used in turn: a write waits
+// only for the copy out of its slot kStagingSlots writes ago, not for the compute queued since.
+constexpr int kStagingSlots = 8;
+
 struct CudaBackend::State {
   CudaOptions options;
   std::shared_ptr<DevicePool> pool = std::make_shared<DevicePool>();
@@ -63,9 +75,22 @@ struct CudaBackend::State {
   kernels::Workspace workspace;
   void* gemm_workspace = nullptr;
   std::unique_ptr<CudaGemm> gemm;
-  void* pinned = nullptr;              // kPinnedStagingBytes of page-locked host memory
-  cudaEvent_t pinned_free = nullptr;   // recorded after the last copy out of `pinned`
+  void* pinned[kStagingSlots] = {};           // kPinnedStagingBytes of page-locked host memory
+  cudaEvent_t copied[kStagingSlots] = {};     // recorded after the copy out of each slot
+  int next_slot = 0;
   cudaStream_t stream() const { return pool->stream; }
+
+  // Also what a constructor that failed halfway leaves: whatever was made is released.
+  ~State() {
+    if (pool->stream) cudaStreamSynchronize(pool->stream);
+    gemm.reset();
+    if (gemm_workspace) cudaFree(gemm_workspace);
+    for (int i = 0; i < kStagingSlots; ++i) {
+      if (copied[i]) cudaEventDestroy(copied[i]);
+      if (pinned[i]) cudaFreeHost(pinned[i]);
+    }
+    cudaGetLastError();  // a failure while tearing down is not the next op's
+  }
 };
 
 CudaBackend::CudaBackend(CudaOptions options) : state_(std::make_unique<State>()) {
@@ -90,20 +115,15 @@ CudaBackend::CudaBackend(CudaOptions options) : state_(std::make_unique<State>()
   check(cudaMemPoolSetAttribute(pool.pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
   check(cudaMalloc(&state_->gemm_workspace, kGemmWorkspaceBytes), "gemm workspace");
   state_->gemm = std::make_unique<CudaGemm>(state_->gemm_workspace, kGemmWorkspaceBytes);
-  check(cudaMallocHost(&state_->pinned, kPinnedStagingBytes), "pinned staging buffer");
-  check(cudaEventCreateWithFlags(&state_->pinned_free, cudaEventDisableTiming), "event");
+  for (int i = 0; i < kStagingSlots; ++i) {
+    check(cudaMallocHost(&state_->pinned[i], kPinnedStagingBytes), "pinned staging buffer");
+    check(cudaEventCreateWithFlags(&state_->copied[i], cudaEventDisableTiming), "event");
+  }
   state_->name = "cuda (" + kernels::device_description(options.device) +
                  (options.allow_tf32 ? ", TF32 allowed" : "") + ")";
 }
 
-CudaBackend::~CudaBackend() {
-  if (!state_) return;
-  cudaStreamSynchronize(state_->stream());
-  state_->gemm.reset();
-  cudaFree(state_->gemm_workspace);
-  cudaEventDestroy(state_->pinned_free);
-  cudaFreeHost(state_->pinned);
-}
+CudaBackend::~CudaBackend() = default;
 
 std::string CudaBackend::description() const { return state_->name; }
 int CudaBackend::device_index() const { return state_->pool->device; }
@@ -173,23 +193,27 @@ void CudaBackend::fill(Tensor& x, double value) { kernels::fill(state_->stream()
 void CudaBackend::copy(const Tensor& src, Tensor& dst) { kernels::copy(state_->stream(), src, dst); }
 
 void CudaBackend::read(const Tensor& x, void* host) {
+  require_cuda(x, "read");
   check(cudaMemcpyAsync(host, x.raw(), x.bytes(), cudaMemcpyDeviceToHost, state_->stream()),
         "copy to the host");
   synchronize();
 }
 
 void CudaBackend::write(Tensor& x, const void* host) {
+  require_cuda(x, "write");
   const size_t bytes = x.bytes();
   if (bytes <= kPinnedStagingBytes) {
-    // Through the pinned buffer: the host returns once its bytes are staged, and the copy
-    // overlaps with the compute queued before it (a micro-batch's tokens while the last
-    // step still runs).
-    check(cudaEventSynchronize(state_->pinned_free), "staging buffer");
-    std::memcpy(state_->pinned, host, bytes);
-    check(cudaMemcpyAsync(x.raw(), state_->pinned, bytes, cudaMemcpyHostToDevice,
+    // Through the next pinned slot: the host returns once its bytes are staged, and the copy
+    // overlaps with the compute queued before it (a micro-batch's tokens, targets and mask
+    // while the last step still runs).
+    const int slot = state_->next_slot;
+    state_->next_slot = (slot + 1) % kStagingSlots;
+    check(cudaEventSynchronize(state_->copied[slot]), "staging buffer");
+    std::memcpy(state_->pinned[slot], host, bytes);
+    check(cudaMemcpyAsync(x.raw(), state_->pinned[slot], bytes, cudaMemcpyHostToDevice,
                           state_->stream()),
           "copy to the device");
-    check(cudaEventRecord(state_->pinned_free, state_->stream()), "event");
+    check(cudaEventRecord(state_->copied[slot], state_->stream()), "event");
     return;
   }
   check(cudaMemcpyAsync(x.raw(), host, bytes, cudaMemcpyHostToDevice, state_->stream()),
@@ -235,12 +259,22 @@ GemmKey gemm_key(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, c
 
 }  // namespace
 
+// c = beta * c when the product is empty (k == 0); beta 0 overwrites, as BLAS does, so that
+// whatever an uninitialised c held (NaN) does not survive.
+void CudaBackend::empty_product(Tensor& c, float beta) {
+  if (beta == 0.0f) {
+    fill(c, 0.0);
+  } else {
+    scale(c, beta);
+  }
+}
+
 void CudaBackend::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
                        float alpha, float beta) {
   const GemmKey key = gemm_key(a, trans_a, b, trans_b, c, 2, state_->options.allow_tf32, beta);
   if (key.m == 0 || key.n == 0) return;
   if (key.k == 0) {
-    scale(c, beta);
+    empty_product(c, beta);
     return;
   }
   state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), nullptr, alpha, beta);
@@ -269,7 +303,7 @@ void CudaBackend::gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, b
   const GemmKey key = gemm_key(a, trans_a, b, trans_b, c, 3, state_->options.allow_tf32, beta);
   if (key.batch == 0 || key.m == 0 || key.n == 0) return;
   if (key.k == 0) {
-    scale(c, beta);
+    empty_product(c, beta);
     return;
   }
   state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), nullptr, alpha, beta);

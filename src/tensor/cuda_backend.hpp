@@ -106,6 +106,8 @@ class CudaBackend final : public Backend {
   void adamw_update_many(std::span<const AdamWParam> params, const AdamWStep& step) override;
 
  private:
+  void empty_product(Tensor& c, float beta);
+
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -59,7 +59,7 @@ CudaGemm::~CudaGemm() {
 // of its transpose. So the row-major C = op(A) op(B) is computed as the column-major
 // C^T = op(B)^T op(A)^T: cuBLASLt's first operand is B's storage, its second A's, and each
 // keeps its own transpose flag.
-const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key) {
+const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key, const void* bias) {
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
   auto plan = std::make_unique<Plan>();
   const cublasComputeType_t compute =
@@ -72,6 +72,10 @@ const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key) {
   if (key.bias) {
     set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
     set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(key.c));
+    // The heuristic infers the bias's alignment from this pointer (a null one reads as
+    // perfectly aligned), so it is set before the algorithm is chosen. Every later bias of this
+    // key is at least as aligned: the key holds the smallest alignment of all five pointers.
+    set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   }
   const cudaDataType_t ab = cuda_type(key.ab), c = cuda_type(key.c);
   // B's storage: [k, n] row-major = [n, k] column-major (ld n); transposed, [n, k] = [k, n].
@@ -132,7 +136,7 @@ const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key) {
 
 void CudaGemm::run(cudaStream_t stream, const GemmKey& key, const void* a, const void* b,
                    void* c, const void* bias, float alpha, float beta) {
-  const Plan& plan = plan_for(key);
+  const Plan& plan = plan_for(key, bias);
   if (key.bias) {
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                          sizeof bias),

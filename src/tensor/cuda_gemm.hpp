@@ -43,7 +43,8 @@ class CudaGemm {
 
  private:
   struct Plan;
-  const Plan& plan_for(const GemmKey& key);
+  // `bias` is the call's bias pointer: cuBLASLt's heuristic reads its alignment.
+  const Plan& plan_for(const GemmKey& key, const void* bias);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;

@@ -12,9 +12,11 @@ namespace megatron::tensor {
 #ifdef MEGATRON_WITH_CUDA
 bool cuda_built() { return true; }
 int cuda_device_count() { return kernels::device_count(); }
+void select_cuda_device(int index) { kernels::select_device(index); }
 #else
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
+void select_cuda_device(int) {}
 #endif
 
 std::unique_ptr<Backend> make_backend(Device device, const BackendOptions& options) {

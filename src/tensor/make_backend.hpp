@@ -19,6 +19,11 @@ struct BackendOptions {
 bool cuda_built();
 int cuda_device_count();
 
+// Makes CUDA device `index` (of cuda_device_count()) this process's current one; nothing when
+// there is none or the build has no CUDA. Called before MPI starts, so that a CUDA-aware MPI
+// opens its context on the rank's own GPU instead of on GPU 0.
+void select_cuda_device(int index);
+
 // Throws UserError saying what to do when `device` is cuda and this build or machine has none.
 std::unique_ptr<Backend> make_backend(Device device, const BackendOptions& options);
 

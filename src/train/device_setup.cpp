@@ -18,13 +18,16 @@ tensor::Device run_device(const recipe::Recipe& r) {
   return r.cluster.hardware == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
 }
 
+int run_cuda_device(const recipe::Recipe& r, int local_rank) {
+  const int gpus = run_device(r) == tensor::Device::Cuda ? tensor::cuda_device_count() : 0;
+  return gpus > 0 ? local_rank % gpus : 0;
+}
+
 std::unique_ptr<tensor::Backend> make_run_backend(const recipe::Recipe& r, int threads,
                                                   int local_rank) {
-  const tensor::Device device = run_device(r);
-  const int gpus = device == tensor::Device::Cuda ? tensor::cuda_device_count() : 0;
-  return tensor::make_backend(device, {.threads = threads,
-                                       .cuda_device = gpus > 0 ? local_rank % gpus : 0,
-                                       .allow_tf32 = r.precision.allow_tf32});
+  return tensor::make_backend(run_device(r), {.threads = threads,
+                                              .cuda_device = run_cuda_device(r, local_rank),
+                                              .allow_tf32 = r.precision.allow_tf32});
 }
 
 std::unique_ptr<dist::Communicator> make_world(dist::MpiRuntime* mpi, tensor::Backend& backend) {

@@ -14,6 +14,9 @@ namespace megatron::train {
 // cluster.device, with auto resolved from cluster.hardware (cpu for the cpu profile).
 tensor::Device run_device(const recipe::Recipe& r);
 
+// The index of this rank's GPU: local_rank % the devices visible (0 on the cpu).
+int run_cuda_device(const recipe::Recipe& r, int local_rank);
+
 // The backend for this rank: on cuda, the GPU of its local rank (local_rank % device count).
 std::unique_ptr<tensor::Backend> make_run_backend(const recipe::Recipe& r, int threads,
                                                   int local_rank);

@@ -3,6 +3,16 @@
 #include <algorithm>
 
 namespace megatron::train {
+namespace {
+
+// Every parameter, and every rank's slice of a bucket, starts on a multiple of this many
+// elements (256 bytes of f32 gradients): GEMMs, vectorised kernels and NCCL then see aligned
+// addresses, as Megatron pads its buffers to multiples of 128 x data-parallel size.
+constexpr int64_t kAlign = 64;
+
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+}  // namespace
 
 FlatBuffers::FlatBuffers(tensor::Backend& backend, model::ParameterSet& params, int64_t shards,
                          int64_t bucket_elements)
@@ -25,9 +35,9 @@ FlatBuffers::FlatBuffers(tensor::Backend& backend, model::ParameterSet& params, 
     const int64_t begin = offset;
     for (size_t i = starts[b]; i < last; ++i) {
       ranges_.push_back({all[i].get(), offset, offset + all[i]->grad.numel()});
-      offset += all[i]->grad.numel();
+      offset = round_up(offset + all[i]->grad.numel(), kAlign);
     }
-    offset = begin + std::max<int64_t>((offset - begin + shards - 1) / shards * shards, shards);
+    offset = begin + std::max<int64_t>(round_up(offset - begin, shards * kAlign), shards * kAlign);
     buckets_.push_back({begin, offset, starts[b]});
   }
   const tensor::DType dtype = all.empty() ? tensor::DType::F32 : all.front()->value.dtype();

@@ -13,7 +13,8 @@ namespace megatron::train {
 class FlatBuffers {
  public:
   // Parameters [first_param, next bucket's first_param) at [begin, end) of the buffers; end -
-  // begin is a multiple of the data-parallel size, so each rank owns an equal slice.
+  // begin is a multiple of the data-parallel size times 64, so each rank owns an equal slice
+  // starting on a 64-element boundary, as every parameter does (padding between them is zero).
   struct Bucket {
     int64_t begin, end;
     size_t first_param;

@@ -27,6 +27,7 @@
 #include "plan/stages.hpp"
 #include "recipe/render.hpp"
 #include "tensor/host_io.hpp"
+#include "tensor/make_backend.hpp"
 #include "train/batch_size.hpp"
 #include "train/checkpointer.hpp"
 #include "train/device_setup.hpp"
@@ -187,13 +188,18 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
 
   // MPI first (it outlives every communicator), then the backend, then the groups.
   dist::Watchdog::set_timeout(std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
+  const int local_rank = dist::launch_info().local_rank;
+  // The rank's GPU is current before MPI starts: a CUDA-aware MPI opens its context there.
+  if (run_device(r) == tensor::Device::Cuda) {
+    tensor::select_cuda_device(run_cuda_device(r, local_rank));
+  }
   std::unique_ptr<dist::MpiRuntime> mpi;
   if (d.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
   // SIGTERM and SIGUSR1 (Slurm's time limit and preemption) stop at an iteration boundary,
   // after saving a checkpoint when checkpoint.save is set.
   dist::enable_graceful_stop();
   const std::unique_ptr<tensor::Backend> backend_owner =
-      make_run_backend(r, options.threads, dist::launch_info().local_rank);
+      make_run_backend(r, options.threads, local_rank);
   tensor::Backend& backend = *backend_owner;
   std::unique_ptr<dist::Communicator> world = make_world(mpi.get(), backend);
   if (world->size() != d.world_size) {
