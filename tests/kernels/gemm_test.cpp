@@ -2,6 +2,9 @@
 // accumulating, the fused bias epilogue, f32 with and without TF32, bf16 and f16.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
@@ -86,6 +89,14 @@ TEST_F(CudaGemmTest, BatchedMatchesTheCpu) {
   cpu().gemm_batched(a.cpu, false, b.cpu, true, c.cpu, 0.125f, 0.0f);
   gpu().gemm_batched(a.gpu, false, b.gpu, true, c.gpu, 0.125f, 0.0f);
   expect_close(c, 1e-5, 0.0, "c");
+}
+
+TEST_F(CudaGemmTest, AnEmptyProductWithBetaZeroOverwritesWhatCHeld) {
+  // k = 0: c = beta * c, and beta 0 must clear even NaN, as BLAS does.
+  Tensor a = gpu().empty({4, 0}, DType::F32), b = gpu().empty({0, 3}, DType::F32);
+  Pair c = make(std::vector<float>(12, std::numeric_limits<float>::quiet_NaN()), {4, 3});
+  gpu().gemm(a, false, b, false, c.gpu, 1.0f, 0.0f);
+  EXPECT_EQ(tensor::to_floats(gpu(), c.gpu), std::vector<float>(12, 0.0f));
 }
 
 TEST_F(CudaGemmTest, RefusesShapesThatDoNotAgree) {
