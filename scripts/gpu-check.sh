@@ -5,6 +5,9 @@
 #   deps   installs missing Debian packages (scripts/install-deps.sh; instant when all present)
 #   build  configures and builds the `cuda` preset for this GPU's architecture (only the
 #          targets the later phases use, unless --full-build)
+#   unpack instead of deps and build, when a bundle from scripts/gpu-bundle.sh is here (a
+#          machine without the project's libraries and without network): puts its binaries in
+#          place, finds the machine's CUDA and NCCL libraries, checks that everything loads
 #   tests  every GPU test: kernel_tests (label kernels), then the Cuda*/Nccl* suites of the
 #          other binaries (CudaRun, CudaParallelRun, ...) and the dist MPI jobs (NCCL tests)
 #   bench  build/cuda/bin/megatron-gpu-bench: GEMM TFLOP/s against cuBLAS, kernel GB/s against a
@@ -18,8 +21,11 @@
 # names them), 2 for bad arguments.
 #
 # usage: scripts/gpu-check.sh [--only PHASES] [--skip PHASES] [--iters N] [--full-build]
-#                             [--test-deps]
+#                             [--test-deps] [--bundle FILE | --no-bundle]
 #   --only, --skip  comma-separated phases (default: all, in the order above)
+#   --bundle FILE   unpack this bundle instead of deps and build (default: use
+#                   .gpu-bundle/megatron-gpu-bundle.tar.xz when it exists)
+#   --no-bundle     install and build even when a bundle is here
 #   --iters N       training iterations per recipe (default 30; the first 5 are warm-up)
 #   --full-build    build every target of the preset, not only the ones used here
 #   --test-deps     install-deps.sh --test (PyTorch and friends: slow; no GPU test needs them)
@@ -34,12 +40,15 @@ cd "$(dirname "$0")/.." || exit 2
 
 phases="info deps build tests bench train"
 skip=""
+bundle=""
+default_bundle=.gpu-bundle/megatron-gpu-bundle.tar.xz
+[[ -f "$default_bundle" ]] && bundle=$default_bundle
 iters=30
 warmup=5
 full_build=0
 test_deps=0
 while [[ $# -gt 0 ]]; do
-  if [[ "$1" =~ ^--(only|skip|iters)$ && $# -lt 2 ]]; then
+  if [[ "$1" =~ ^--(only|skip|iters|bundle)$ && $# -lt 2 ]]; then
     echo "$1 needs a value (see --help)" >&2
     exit 2
   fi
@@ -49,19 +58,27 @@ while [[ $# -gt 0 ]]; do
     --iters) iters=$2; shift 2 ;;
     --full-build) full_build=1; shift ;;
     --test-deps) test_deps=1; shift ;;
+    --bundle) bundle=$2; shift 2 ;;
+    --no-bundle) bundle=""; shift ;;
     -h|--help) sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 for p in $phases $skip; do
   case "$p" in
-    info|deps|build|tests|bench|train) ;;
-    *) echo "unknown phase '$p' (info, deps, build, tests, bench, train)" >&2; exit 2 ;;
+    info|deps|build|unpack|tests|bench|train) ;;
+    *) echo "unknown phase '$p' (info, deps, build, unpack, tests, bench, train)" >&2; exit 2 ;;
   esac
 done
 if ! [[ "$iters" =~ ^[0-9]+$ ]] || (( iters < warmup + 3 )); then
   echo "--iters must be an integer >= $((warmup + 3))" >&2
   exit 2
+fi
+# With a bundle, unpacking replaces installing and building.
+if [[ -n "$bundle" ]]; then
+  [[ -f "$bundle" ]] || { echo "no bundle $bundle (scripts/gpu-bundle.sh makes one)" >&2; exit 2; }
+  phases=$(sed -E 's/(^| )deps( |$)/ /; s/(^| )build( |$)/ unpack /' <<<" $phases ")
+  phases=$(tr -s ' ' <<<"$phases" | sed 's/^ //; s/ $//')
 fi
 budget=${GPU_CHECK_BUDGET_S:-470}
 [[ "$budget" =~ ^[0-9]+$ ]] || { echo "GPU_CHECK_BUDGET_S must be a number of seconds" >&2; exit 2; }
@@ -76,8 +93,23 @@ fi
 [[ -d /usr/local/cuda/bin ]] && PATH="$PATH:/usr/local/cuda/bin"
 export PATH
 jobs=$(nproc)
-megatron=build/cuda/bin/megatron
-bench=build/cuda/bin/megatron-gpu-bench
+build_dir=build/cuda
+bundle_source=""
+glibc_needed=""
+glibcxx_needed=""
+if [[ -n "$bundle" ]]; then
+  # manifest_value KEY: from the bundle's manifest.txt (read without unpacking the rest).
+  manifest=$(tar -xJOf "$bundle" manifest.txt 2>/dev/null ||
+             python3 -c 'import sys, tarfile; print(tarfile.open(sys.argv[1]).extractfile("manifest.txt").read().decode())' "$bundle" 2>/dev/null)
+  manifest_value() { sed -n "s/^$1=//p" <<<"$manifest" | head -n 1; }
+  build_dir=$(manifest_value build_dir)
+  bundle_source=$(manifest_value source_dir)
+  glibc_needed=$(manifest_value glibc_needed)
+  glibcxx_needed=$(manifest_value glibcxx_needed)
+  [[ -n "$build_dir" ]] || { echo "$bundle has no readable manifest.txt" >&2; exit 2; }
+fi
+megatron=$build_dir/bin/megatron
+bench=$build_dir/bin/megatron-gpu-bench
 
 wanted() { [[ " $phases " == *" $1 "* && " $skip " != *" $1 "* ]]; }
 
@@ -179,7 +211,7 @@ run_phase() {
 save_results() {
   [[ -n "${OUT:-}" ]] || return 0
   local f d
-  for f in bench.json bench.txt configure.log build.log ctest-kernels.log ctest-gpu.log; do
+  for f in bench.json bench.txt configure.log build.log unpack.log ctest-kernels.log ctest-gpu.log; do
     [[ -f "$work/$f" ]] && cp -f "$work/$f" "$OUT/"
   done
   for f in "$work"/train-*.log "$work"/plan-*.json; do
@@ -209,7 +241,7 @@ phase_info() {
     limited "$nvcc" --version || rc=$?
   else
     echo "nvcc not found (PATH and /usr/local/cuda/bin)"
-    rc=1
+    [[ -n "$bundle" ]] || rc=1  # a bundle needs no compiler
   fi
   echo "host: $(nproc) cores, $(free -g 2>/dev/null | awk '/^Mem:/ {print $2 " GiB"}'), $(uname -srm)"
   grep -m1 PRETTY_NAME /etc/os-release 2>/dev/null || true
@@ -261,24 +293,119 @@ phase_build() {
   return "$rc"
 }
 
-# ctest_run LOG ARGS...: ctest --preset cuda ARGS, its output without the "Start" lines.
+
+# find_machine_lib NAME: the directory of this machine's NAME (CUDA toolkit, system, then pip's
+# nvidia-* packages, then anywhere).
+find_machine_lib() {
+  local name=$1 d p nvcc_dir=""
+  command -v nvcc >/dev/null && nvcc_dir=$(dirname "$(dirname "$(command -v nvcc)")")
+  for d in ${CUDA_HOME:+"$CUDA_HOME/lib64"} ${nvcc_dir:+"$nvcc_dir/lib64" "$nvcc_dir/lib"} \
+           /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+           /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    [[ -e "$d/$name" ]] && { echo "$d"; return 0; }
+  done
+  p=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n { print $NF; exit }')
+  [[ -n "$p" ]] && { dirname "$p"; return 0; }
+  p=$(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null |
+      while read -r d; do ls -d "$d"/nvidia/*/lib/"$name" 2>/dev/null; done | head -n 1)
+  [[ -n "$p" ]] && { dirname "$p"; return 0; }
+  p=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name "$name" -print \
+        2>/dev/null | head -n 1)
+  [[ -n "$p" ]] && { dirname "$p"; return 0; }
+  return 1
+}
+
+phase_unpack() {
+  local dest=.gpu-bundle/unpacked rc=0
+  echo "bundle: $bundle ($(du -h "$bundle" | cut -f1))"
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  if ! limited tar -xJf "$bundle" -C "$dest" 2>"$work/unpack.log"; then
+    echo "tar could not unpack it ($(head -c 200 "$work/unpack.log")); python3's tarfile instead"
+    limited python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$bundle" "$dest" || return 1
+  fi
+  sed 's/^/  /' "$dest/manifest.txt"
+  # The binaries and ctest's files, at their places in this checkout.
+  cp -a "$dest/tree/." ./ || return 1
+  if [[ "$bundle_source" != "$PWD" ]]; then
+    # ctest's files name the checkout the bundle was built in; cli_tests has that path compiled
+    # in (the megatron binary, recipes/), so it is made to lead here when nothing is there.
+    find "$build_dir" -name '*.cmake' -exec sed -i "s#$bundle_source/#$PWD/#g" {} +
+    if [[ ! -e "$bundle_source" ]]; then
+      mkdir -p "$(dirname "$bundle_source")" && ln -s "$PWD" "$bundle_source" &&
+        echo "linked $bundle_source -> $PWD (the paths compiled into cli_tests)"
+    elif [[ "$(realpath "$bundle_source")" != "$(realpath "$PWD")" ]]; then
+      echo "warning: $bundle_source is another directory: cli_tests will run the binary there"
+    fi
+  fi
+  # Libraries: the bundle's, then this machine's CUDA and NCCL.
+  local path="$PWD/$dest/lib" name d
+  for name in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
+    if d=$(find_machine_lib "$name"); then
+      echo "$name: $d"
+      [[ ":$path:" == *":$d:"* ]] || path+=":$d"
+    else
+      echo "$name: not found on this machine (the binaries need it)"
+      rc=1
+    fi
+  done
+  # libstdc++ and libgcc_s from the bundle only where this machine's are older.
+  local cxx
+  cxx=$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" && /x86-64/ { print $NF; exit }')
+  if [[ -n "$cxx" && -n "$glibcxx_needed" ]] && grep -qa "$glibcxx_needed" "$cxx"; then
+    echo "libstdc++: this machine's ($cxx has $glibcxx_needed)"
+  else
+    echo "libstdc++: the bundle's (this machine's ${cxx:-none} lacks ${glibcxx_needed:-its version})"
+    path+=":$PWD/$dest/lib-compat"
+  fi
+  export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local glibc
+  glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ print "GLIBC_" $2 }')
+  echo "glibc: ${glibc:-unknown} here; the bundle needs ${glibc_needed:-?}"
+  if [[ -n "$glibc" && -n "$glibc_needed" ]] &&
+     [[ "$(printf '%s\n' "$glibc" "$glibc_needed" | sort -V | head -n 1)" != "$glibc_needed" ]]; then
+    echo "warning: this glibc is older than the bundle needs; build here instead (--no-bundle)"
+  fi
+  local b unresolved
+  for b in "$megatron" "$bench" "$build_dir"/tests/*_tests; do
+    [[ -x "$b" ]] || continue
+    unresolved=$(ldd "$b" 2>&1 | grep -E 'not found|version .* not found' || true)
+    if [[ -n "$unresolved" ]]; then
+      echo "$b cannot load:"
+      printf '  %s\n' "$unresolved"
+      rc=1
+    fi
+  done
+  limited "$megatron" --version || rc=$?
+  return "$rc"
+}
+
+# ctest_run LOG ARGS...: ctest over the build's tests with ARGS, its output without the "Start"
+# lines.
 ctest_run() {
-  local out=$1 rc=0
+  local out=$1 rc=0 ctest=(ctest --preset cuda)
   shift
-  echo "+ ctest --preset cuda $*"
-  limited ctest --preset cuda --timeout 300 --no-tests=error "$@" >"$out" 2>&1 || rc=$?
+  [[ -n "$bundle" ]] && ctest=(ctest --test-dir "$build_dir" --output-on-failure)
+  echo "+ ${ctest[*]} $*"
+  limited "${ctest[@]}" --timeout 300 --no-tests=error "$@" >"$out" 2>&1 || rc=$?
   grep -v -E '^ *Start +[0-9]+:' "$out"
   return "$rc"
 }
 
 phase_tests() {
-  local rc=0 rc2=0
+  local rc=0 rc2=0 dist='|^dist_tests_[0-9]+_ranks$'
+  if [[ -n "$bundle" ]] && ! command -v mpiexec >/dev/null; then
+    # A bundle carries no Open MPI launcher: the NCCL jobs need this machine's.
+    echo "dist MPI jobs (the NCCL communicator tests) left out: no mpiexec on this machine"
+    dist=""
+  fi
   # kernel_tests: one CUDA context per test process, so several at once.
   ctest_run "$work/ctest-kernels.log" -L '^kernels$' -j 8 || rc=$?
   # The GPU suites of the other binaries (gtest names: Suite.Test, Prefix/Suite.Test/param) and
   # the dist MPI jobs, which hold the NCCL communicator tests in a CUDA build.
   ctest_run "$work/ctest-gpu.log" -LE '^kernels$' -j 4 \
-    -R '^(Cuda|Nccl|[A-Za-z0-9_]+/(Cuda|Nccl))[A-Za-z0-9_]*\.|^dist_tests_[0-9]+_ranks$' || rc2=$?
+    -R "^(Cuda|Nccl|[A-Za-z0-9_]+/(Cuda|Nccl))[A-Za-z0-9_]*\\.$dist" || rc2=$?
   ((rc == 124 || rc2 == 124)) && return 124
   ((rc != 0)) && return "$rc"
   return "$rc2"
@@ -427,6 +554,7 @@ main() {
   run_phase info 30 phase_info
   run_phase deps 240 phase_deps
   run_phase build 330 phase_build
+  run_phase unpack 120 phase_unpack
   run_phase tests 200 phase_tests
   run_phase bench 150 phase_bench
   run_phase train 300 phase_train
