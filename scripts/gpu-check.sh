@@ -95,6 +95,7 @@ export PATH
 jobs=$(nproc)
 build_dir=build/cuda
 bundle_source=""
+bundle_commit=""
 glibc_needed=""
 glibcxx_needed=""
 if [[ -n "$bundle" ]]; then
@@ -106,6 +107,7 @@ if [[ -n "$bundle" ]]; then
   bundle_source=$(manifest_value source_dir)
   glibc_needed=$(manifest_value glibc_needed)
   glibcxx_needed=$(manifest_value glibcxx_needed)
+  bundle_commit=$(manifest_value commit)
   [[ -n "$build_dir" ]] || { echo "$bundle has no readable manifest.txt" >&2; exit 2; }
 fi
 megatron=$build_dir/bin/megatron
@@ -527,7 +529,7 @@ summary() {
   echo
   echo "==================================== summary ===================================="
   echo "GPU: ${gpu_name:-unknown} (sm_${gpu_arch:-?}); dense bf16 peak ${peak:-unknown} FLOP/s;" \
-       "$(git log -1 --format='commit %h' 2>/dev/null || echo 'commit ?')"
+       "$(git log -1 --format='commit %h' 2>/dev/null || echo 'commit ?')${bundle:+ (bundle of ${bundle_commit:-?})}"
   echo
   echo "phase  result                    time"
   printf '%s\n' "${phase_rows[@]}"
