@@ -328,6 +328,12 @@ phase_unpack() {
       "$bundle" "$dest" || return 1
   fi
   sed 's/^/  /' "$dest/manifest.txt"
+  local head
+  head=$(git rev-parse --short HEAD 2>/dev/null || true)
+  if [[ -n "$head" && "${bundle_commit%+changes}" != "$head" ]]; then
+    echo "warning: the bundle was built at ${bundle_commit}, this checkout is at $head:" \
+         "its binaries are not this code (scripts/gpu-bundle.sh makes a new one)"
+  fi
   # The binaries and ctest's files, at their places in this checkout.
   cp -a "$dest/tree/." ./ || return 1
   if [[ "$bundle_source" != "$PWD" ]]; then
