@@ -130,7 +130,7 @@ archs=$(grep -o 'code=\[compute_[0-9]*,sm_[0-9]*\]' "$build_dir/build.ninja" 2>/
   echo "cuda_archs=${archs% }"
   echo "glibc_needed=$glibc_needed"
   echo "glibcxx_needed=$glibcxx_needed"
-  echo "machine_libs=libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2"
+  echo "machine_libs=libcudart.so.13 libcublasLt.so.13 libnccl.so.2"
 } >"$stage/manifest.txt"
 
 mkdir -p "$(dirname "$out")"

@@ -349,7 +349,7 @@ phase_unpack() {
   fi
   # Libraries: the bundle's, then this machine's CUDA and NCCL.
   local path="$PWD/$dest/lib" name d
-  for name in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
+  for name in libcudart.so.13 libcublasLt.so.13 libnccl.so.2; do
     if d=$(find_machine_lib "$name"); then
       echo "$name: $d"
       [[ ":$path:" == *":$d:"* ]] || path+=":$d"
