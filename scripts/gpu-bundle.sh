@@ -12,8 +12,14 @@
 #   lib-compat/ libstdc++ and libgcc_s, used there only when the machine's are older
 #   manifest.txt  commit, source and build directory, CUDA architectures, glibc needed
 #
-# usage: scripts/gpu-bundle.sh [--build-dir DIR] [--no-build] [--out FILE]
-#   --build-dir DIR  a CUDA build of this checkout (default: build/cuda, else build/default)
+# usage: scripts/gpu-bundle.sh [--build-dir DIR] [--archs LIST] [--no-build] [--out FILE]
+#   --build-dir DIR  the CUDA build to pack (default build/gpu-bundle: the `cuda` preset for a
+#                    portable CPU, MEGATRON_NATIVE=OFF, configured there when missing). A build
+#                    tuned with -march=native is refused: the GPU machine's processor may lack
+#                    this one's instructions (AVX-512 here), and the tests' CPU reference would
+#                    die of an illegal instruction.
+#   --archs LIST     CMAKE_CUDA_ARCHITECTURES when configuring build/gpu-bundle (default 90: H100
+#                    and H200; "80;90" adds the A100, at twice the kernels' compile time)
 #   --no-build       pack DIR as it is (default: first build the targets above in it)
 #   --out FILE       default .gpu-bundle/megatron-gpu-bundle.tar.xz (.gpu-bundle/ is git-ignored)
 # Then, on the GPU machine: scripts/gpu-check.sh (it finds the bundle), with .gpu-bundle carried.
@@ -22,11 +28,13 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 build_dir=""
+archs_wanted=90
 do_build=1
 out=.gpu-bundle/megatron-gpu-bundle.tar.xz
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift 2 ;;
+    --archs) archs_wanted=${2:?--archs needs a list such as 90 or "80;90"}; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --out) out=${2:?--out needs a file}; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -34,13 +42,27 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ -z "$build_dir" ]]; then
-  for d in build/cuda build/default; do
-    [[ -f "$d/kernels/libmegatron_kernels.a" ]] && { build_dir=$d; break; }
-  done
+  build_dir=build/gpu-bundle
+  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+    echo "gpu-bundle: configuring $build_dir (cuda preset, portable CPU code, sm $archs_wanted)"
+    cmake --preset cuda -B "$build_dir" -DMEGATRON_NATIVE=OFF \
+      "-DCMAKE_CUDA_ARCHITECTURES=$archs_wanted"
+  fi
 fi
-if [[ -z "$build_dir" || ! -f "$build_dir/kernels/libmegatron_kernels.a" ]]; then
-  echo "gpu-bundle: no CUDA build found${build_dir:+ in $build_dir}; build one first:" \
-       "cmake --preset cuda && cmake --build --preset cuda" >&2
+cache_value() { sed -n "s/^$1:[A-Z]*=//p" "$build_dir/CMakeCache.txt" 2>/dev/null | head -n 1; }
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  echo "gpu-bundle: $build_dir is not a configured build" >&2
+  exit 2
+fi
+if [[ "$(cache_value MEGATRON_CUDA)" == OFF ]] || ! grep -q 'kernels/CMakeFiles/megatron_kernels' \
+     "$build_dir/build.ninja" 2>/dev/null; then
+  echo "gpu-bundle: $build_dir is not a CUDA build (cmake --preset cuda)" >&2
+  exit 2
+fi
+if [[ "$(cache_value MEGATRON_NATIVE)" != OFF ]]; then
+  echo "gpu-bundle: $build_dir tunes the CPU code for this machine (-march=native); the GPU" \
+       "machine's processor may lack its instructions. Reconfigure it with -DMEGATRON_NATIVE=OFF," \
+       "or leave out --build-dir to use build/gpu-bundle" >&2
   exit 2
 fi
 build_dir=$(realpath --relative-to="$root" "$build_dir")
