@@ -33,7 +33,8 @@
 #      CUDA_ARCHS          CMAKE_CUDA_ARCHITECTURES (default: this GPU's, e.g. 90; "preset":
 #                          the preset's 80;90)
 #      GPU_PEAK_FLOPS      dense bf16 FLOP/s for MFU when the GPU's name is not known
-#      OUT                 when set, the log and results are written there too
+#      OUT                 when set: gpu-check.log, bench.json and results.tar.gz (every log,
+#                          plan and metrics file of the phases) are written there too
 # Results: build/gpu-check/ (gpu-check.log, bench.json, bench.txt, build.log, runs, plans).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -209,19 +210,22 @@ run_phase() {
   save_results
 }
 
-# Copies what the phases wrote to $OUT (after each phase: a run cut short still returns them).
+# Packs what the phases wrote into $OUT/results.tar.gz, after each phase (a run cut short still
+# returns it): one file beside gpu-check.log and bench.json, since a machine that hands $OUT
+# back may return only a few files.
 save_results() {
   [[ -n "${OUT:-}" ]] || return 0
-  local f d
-  for f in bench.json bench.txt configure.log build.log unpack.log ctest-kernels.log ctest-gpu.log; do
-    [[ -f "$work/$f" ]] && cp -f "$work/$f" "$OUT/"
-  done
-  for f in "$work"/train-*.log "$work"/plan-*.json; do
-    [[ -f "$f" ]] && cp -f "$f" "$OUT/"
+  local files=() f d
+  for f in bench.json bench.txt configure.log build.log unpack.log ctest-kernels.log ctest-gpu.log \
+           "$work"/train-*.log "$work"/plan-*.json; do
+    f=${f#"$work/"}
+    [[ -f "$work/$f" ]] && files+=("$f")
   done
   for d in "$work"/run-*; do
-    [[ -f "$d/metrics.jsonl" ]] && cp -f "$d/metrics.jsonl" "$OUT/metrics-${d##*/run-}.jsonl"
+    [[ -f "$d/metrics.jsonl" ]] && files+=("${d#"$work/"}/metrics.jsonl")
   done
+  [[ -f "$work/bench.json" ]] && cp -f "$work/bench.json" "$OUT/"
+  ((${#files[@]})) && tar -C "$work" -czf "$OUT/results.tar.gz" "${files[@]}"
   return 0
 }
 
