@@ -4,7 +4,7 @@
 # lent, offline GPU machine): build here, carry the bundle there, and gpu-check.sh unpacks it
 # instead of installing packages and building.
 #
-# The bundle (.gpu-bundle/megatron-gpu-bundle.tar.xz, about 40 MiB) holds
+# The bundle (.gpu-bundle/megatron-gpu-bundle.tar.xz, about 25 MiB) holds
 #   tree/      the GPU binaries (megatron, megatron-gpu-bench, kernel_tests, cli_tests,
 #              dist_tests, train_tests) and ctest's files for them, at their paths in the repo
 #   lib/       every shared library they load except glibc's, the driver's, and CUDA's and
