@@ -48,6 +48,11 @@ void check_cuda(cudaError_t error, const char* call, const char* op, const std::
        std::string(call) + ": " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
 }
 
+// A query that finds work unfinished returns cudaErrorNotReady and also leaves it in the
+// thread's last-error slot, where the next kernel launch's check would read it as that kernel's
+// failure. (Querying events and streams is how completion is polled here, every pipeline step.)
+void clear_not_ready() { static_cast<void>(cudaGetLastError()); }
+
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
     case DType::F32: return ncclFloat32;
@@ -176,6 +181,7 @@ struct State {
         const cudaError_t error = cudaStreamQuery(lane->stream);
         if (error == cudaSuccess) break;
         if (error != cudaErrorNotReady) cuda(error, "cudaStreamQuery", op);
+        clear_not_ready();
         poll(op);
         if (spins < 64) {
           std::this_thread::yield();
@@ -237,6 +243,7 @@ class NcclRequest final : public Request {
     if (completed_) return true;
     const cudaError_t error = cudaEventQuery(done_);
     if (error == cudaErrorNotReady) {
+      clear_not_ready();
       state_->poll(op_);
       return false;
     }

@@ -294,7 +294,7 @@ void CudaBackend::gemm_bias(const Tensor& a, bool trans_a, const Tensor& b, bool
     return;
   }
   key.bias = true;
-  key.alignment = std::min(key.alignment, alignment_of(bias.raw()));
+  key.bias_alignment = alignment_of(bias.raw());
   state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), bias.raw(), 1.0f, 0.0f);
 }
 

@@ -59,7 +59,7 @@ CudaGemm::~CudaGemm() {
 // of its transpose. So the row-major C = op(A) op(B) is computed as the column-major
 // C^T = op(B)^T op(A)^T: cuBLASLt's first operand is B's storage, its second A's, and each
 // keeps its own transpose flag.
-const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key, const void* bias) {
+const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key) {
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
   auto plan = std::make_unique<Plan>();
   const cublasComputeType_t compute =
@@ -72,10 +72,12 @@ const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key, const void* bias) {
   if (key.bias) {
     set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
     set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(key.c));
-    // The heuristic infers the bias's alignment from this pointer (a null one reads as
-    // perfectly aligned), so it is set before the algorithm is chosen. Every later bias of this
-    // key is at least as aligned: the key holds the smallest alignment of all five pointers.
-    set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+    // The heuristic infers the bias's alignment from the bias pointer (a null one reads as
+    // perfectly aligned) and never reads through it. So the algorithm is chosen for an address
+    // of exactly the key's bias alignment, and every bias of this key, which has that alignment,
+    // suits it; run() sets the real pointer.
+    const void* aligned_like_bias = reinterpret_cast<const void*>(uintptr_t(key.bias_alignment));
+    set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, aligned_like_bias);
   }
   const cudaDataType_t ab = cuda_type(key.ab), c = cuda_type(key.c);
   // B's storage: [k, n] row-major = [n, k] column-major (ld n); transposed, [n, k] = [k, n].
@@ -136,7 +138,7 @@ const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key, const void* bias) {
 
 void CudaGemm::run(cudaStream_t stream, const GemmKey& key, const void* a, const void* b,
                    void* c, const void* bias, float alpha, float beta) {
-  const Plan& plan = plan_for(key, bias);
+  const Plan& plan = plan_for(key);
   if (key.bias) {
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                          sizeof bias),

@@ -21,9 +21,11 @@ struct GemmKey {
   bool accumulate = false;  // beta != 0
   bool bias = false;
   bool tf32 = false;
-  int alignment = 16;       // the smallest alignment (bytes, up to 16) of the four pointers
+  int alignment = 16;       // the smallest alignment (bytes, up to 16) of a, b and c
+  int bias_alignment = 16;  // the bias's (when bias): its own, since the heuristic reads it apart
   auto tie() const {
-    return std::tie(m, n, k, batch, trans_a, trans_b, ab, c, accumulate, bias, tf32, alignment);
+    return std::tie(m, n, k, batch, trans_a, trans_b, ab, c, accumulate, bias, tf32, alignment,
+                    bias_alignment);
   }
   bool operator<(const GemmKey& other) const { return tie() < other.tie(); }
 };
@@ -43,8 +45,7 @@ class CudaGemm {
 
  private:
   struct Plan;
-  // `bias` is the call's bias pointer: cuBLASLt's heuristic reads its alignment.
-  const Plan& plan_for(const GemmKey& key, const void* bias);
+  const Plan& plan_for(const GemmKey& key);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
