@@ -99,10 +99,25 @@ bundle_source=""
 bundle_commit=""
 glibc_needed=""
 glibcxx_needed=""
+# untar DIR [MEMBER...]: the bundle's members (all by default) into DIR, with tar, or with
+# python3's tarfile where tar cannot read xz.
+untar() {
+  local dest=$1
+  shift
+  mkdir -p "$dest"
+  tar -xJf "$bundle" -C "$dest" "$@" 2>/dev/null && return 0
+  python3 - "$bundle" "$dest" "$@" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as bundle:
+    names = sys.argv[3:]
+    bundle.extractall(sys.argv[2], [bundle.getmember(n) for n in names] if names else None)
+PY
+}
 if [[ -n "$bundle" ]]; then
   # manifest_value KEY: from the bundle's manifest.txt (read without unpacking the rest).
-  manifest=$(tar -xJOf "$bundle" manifest.txt 2>/dev/null ||
-             python3 -c 'import sys, tarfile; print(tarfile.open(sys.argv[1]).extractfile("manifest.txt").read().decode())' "$bundle" 2>/dev/null)
+  rm -rf "$work/manifest"
+  untar "$work/manifest" manifest.txt 2>/dev/null
+  manifest=$(cat "$work/manifest/manifest.txt" 2>/dev/null)
   manifest_value() { sed -n "s/^$1=//p" <<<"$manifest" | head -n 1; }
   build_dir=$(manifest_value build_dir)
   bundle_source=$(manifest_value source_dir)
@@ -325,12 +340,7 @@ phase_unpack() {
   local dest=.gpu-bundle/unpacked rc=0
   echo "bundle: $bundle ($(du -h "$bundle" | cut -f1))"
   rm -rf "$dest"
-  mkdir -p "$dest"
-  if ! limited tar -xJf "$bundle" -C "$dest" 2>"$work/unpack.log"; then
-    echo "tar could not unpack it ($(head -c 200 "$work/unpack.log")); python3's tarfile instead"
-    limited python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-      "$bundle" "$dest" || return 1
-  fi
+  untar "$dest" 2>"$work/unpack.log" || { cat "$work/unpack.log"; return 1; }
   sed 's/^/  /' "$dest/manifest.txt"
   local head
   head=$(git rev-parse --short HEAD 2>/dev/null || true)

@@ -48,11 +48,6 @@ void check_cuda(cudaError_t error, const char* call, const char* op, const std::
        std::string(call) + ": " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
 }
 
-// A query that finds work unfinished returns cudaErrorNotReady and also leaves it in the
-// thread's last-error slot, where the next kernel launch's check would read it as that kernel's
-// failure. (Querying events and streams is how completion is polled here, every pipeline step.)
-void clear_not_ready() { static_cast<void>(cudaGetLastError()); }
-
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
     case DType::F32: return ncclFloat32;
@@ -141,6 +136,19 @@ struct State {
     check_cuda(error, call, op, name);
   }
 
+  // The answer of a completion query (cudaEventQuery, cudaStreamQuery): done, not yet, or an
+  // error thrown. "Not yet" is also left in the thread's last-error slot, where the next kernel
+  // launch's check would read it as that kernel's failure, so it is cleared here. (Completion is
+  // polled this way every pipeline step.)
+  bool finished(cudaError_t answer, const char* call, const char* op) const {
+    if (answer == cudaErrorNotReady) {
+      static_cast<void>(cudaGetLastError());
+      return false;
+    }
+    cuda(answer, call, op);
+    return true;
+  }
+
   void require_healthy(const char* op) const {
     if (failed) fail(op, name, "the communicator was aborted after an earlier error: " + failure);
   }
@@ -178,10 +186,7 @@ struct State {
     for (Lane* lane : lanes_last_first()) {
       if (lane->stream == nullptr) continue;
       for (int spins = 0;; ++spins) {
-        const cudaError_t error = cudaStreamQuery(lane->stream);
-        if (error == cudaSuccess) break;
-        if (error != cudaErrorNotReady) cuda(error, "cudaStreamQuery", op);
-        clear_not_ready();
+        if (finished(cudaStreamQuery(lane->stream), "cudaStreamQuery", op)) break;
         poll(op);
         if (spins < 64) {
           std::this_thread::yield();
@@ -241,13 +246,10 @@ class NcclRequest final : public Request {
 
   bool test() override {
     if (completed_) return true;
-    const cudaError_t error = cudaEventQuery(done_);
-    if (error == cudaErrorNotReady) {
-      clear_not_ready();
+    if (!state_->finished(cudaEventQuery(done_), "cudaEventQuery", op_)) {
       state_->poll(op_);
       return false;
     }
-    state_->cuda(error, "cudaEventQuery", op_);
     wait();  // already complete on the GPU: the stream wait costs nothing
     return true;
   }

@@ -283,6 +283,26 @@ TEST_F(NcclCommunicatorTest, AsyncAllReduceTestsDoneOnceCompleteAndWaits) {
   EXPECT_EQ(floats(y)[0], 6.0f);
 }
 
+// Polling an operation that the GPU has not reached yet (test(), barrier()) answers "not ready"
+// through CUDA's last-error slot; a kernel launched afterwards must not take that for its own
+// failure. A few large f32 GEMMs (2 TFLOP) queued first keep the all-reduce waiting.
+TEST_F(NcclCommunicatorTest, PollingUnfinishedWorkDoesNotFailTheNextKernel) {
+  tensor::CudaBackend& g = gpu();
+  Tensor a = g.empty({4096, 4096}, DType::F32), c = g.empty({4096, 4096}, DType::F32);
+  g.fill(a, 1.0 / 4096);
+  for (int i = 0; i < 16; ++i) g.gemm(a, false, a, false, c, 1.0f, 0.0f);
+  Tensor x = tensor::from_floats(g, std::vector<float>{1.0f}, {1});
+  auto request = comm->all_reduce_async(x);
+  ASSERT_FALSE(request->test()) << "the GEMMs ended before the poll: nothing was tested";
+  Tensor y = tensor::from_floats(g, std::vector<float>{2.0f}, {1});
+  EXPECT_NO_THROW(g.scale(y, 3.0f));
+  comm->barrier();  // polls the lanes while the GEMMs still run
+  EXPECT_NO_THROW(g.scale(y, 2.0f));
+  EXPECT_TRUE(request->test());
+  EXPECT_EQ(floats(x)[0], float(size));
+  EXPECT_EQ(floats(y)[0], 12.0f);
+}
+
 TEST_F(NcclCommunicatorTest, BarrierWaitsForOperationsInFlight) {
   Tensor x = tensor::from_floats(gpu(), std::vector<float>{1.0f}, {1});
   auto request = comm->all_reduce_async(x);

@@ -83,6 +83,28 @@ TEST_F(CudaGemmTest, BiasEpilogueEqualsGemmThenBiasAdd) {
   }
 }
 
+// One shape twice: first x 4 bytes off its alignment with an aligned bias, then the other way
+// round. cuBLASLt picks the bias epilogue's algorithm for the bias's alignment, so each call must
+// get an algorithm chosen for its own bias, not the cached one of the other call.
+TEST_F(CudaGemmTest, BiasEpilogueSuitsEachCallsBiasAlignment) {
+  const int64_t m = 77, n = 96, k = 128;
+  Pair x_buffer = random({m * k + 1}, DType::F32, 11), w = random({n, k}, DType::F32, 12),
+       bias_buffer = random({n + 1}, DType::F32, 13);
+  auto part = [](const Pair& p, int64_t offset, int64_t count, const Shape& shape) {
+    return Pair{p.cpu.slice(offset, offset + count).view(shape),
+                p.gpu.slice(offset, offset + count).view(shape)};
+  };
+  for (const bool x_shifted : {true, false}) {
+    SCOPED_TRACE(x_shifted ? "x shifted by one element" : "bias shifted by one element");
+    Pair x = part(x_buffer, x_shifted ? 1 : 0, m * k, {m, k});
+    Pair bias = part(bias_buffer, x_shifted ? 0 : 1, n, {n});
+    Pair y = empty({m, n}, DType::F32);
+    cpu().gemm_bias(x.cpu, false, w.cpu, true, bias.cpu, y.cpu);
+    gpu().gemm_bias(x.gpu, false, w.gpu, true, bias.gpu, y.gpu);
+    expect_close(y, 2e-3, 0.0, "y");  // TF32, as in BiasEpilogueEqualsGemmThenBiasAdd
+  }
+}
+
 TEST_F(CudaGemmTest, BatchedMatchesTheCpu) {
   Pair a = random({6, 40, 64}, DType::Bf16, 8), b = random({6, 40, 64}, DType::Bf16, 9),
        c = zeros({6, 40, 40}, DType::F32);
