@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/limits.hpp"
 #include "core/error.hpp"
 #include "data/indexed_dataset.hpp"
 #include "data/line_reader.hpp"
@@ -87,7 +90,7 @@ void add_preprocess(CLI::App& app, Actions& actions) {
                 "One sequence per sentence; writes {prefix}_{key}_sentence.bin/.idx");
   cmd->add_flag("--keep-newlines", args->options.keep_newlines,
                 "With --split-sentences: a newline also ends a sentence");
-  cmd->add_option("--workers", args->options.workers, "Tokenizing threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", args->options.workers, "Tokenizing threads")->check(whole_number(1 << 30));  // the ceiling: data/worker_limit.hpp
   cmd->add_flag("--skip-bad-lines", args->options.skip_bad_lines,
                 "Skip and count lines that are not JSON or lack a key, instead of stopping");
   cmd->add_flag("--quiet", args->quiet, "No progress line");
@@ -178,23 +181,29 @@ void add_data_commands(CLI::App& app, Actions& actions) {
       longest = std::max<int64_t>(longest, n);
     }
     // One flat count per id: a std::map insertion per token made this minutes on large data.
+    // Ids past any real vocabulary (a corrupt or foreign dataset) are counted, not given a
+    // slot each, so one id of 2^31 cannot cost 16 GB.
+    constexpr int32_t kCountedIds = 1 << 22;
     std::vector<int64_t> counts;
-    int64_t negative = 0;
+    int64_t negative = 0, huge = 0;
+    int32_t min_id = std::numeric_limits<int32_t>::max(), max_id = std::numeric_limits<int32_t>::min();
     for (int64_t i = 0; i < ds.sequences(); ++i)
       for (auto id : ds.tokens(i)) {
+        min_id = std::min(min_id, id);
+        max_id = std::max(max_id, id);
         if (id < 0) {
           ++negative;
+          continue;
+        }
+        if (id >= kCountedIds) {
+          ++huge;
           continue;
         }
         if (static_cast<std::size_t>(id) >= counts.size()) counts.resize(static_cast<std::size_t>(id) + 1);
         ++counts[static_cast<std::size_t>(id)];
       }
-    int64_t distinct = 0, min_id = -1;
-    for (std::size_t id = 0; id < counts.size(); ++id)
-      if (counts[id]) {
-        ++distinct;
-        if (min_id < 0) min_id = static_cast<int64_t>(id);
-      }
+    int64_t distinct = 0;
+    for (std::size_t id = 0; id < counts.size(); ++id) distinct += counts[id] != 0;
     std::cout << fmt::format("dataset     {}\n", inspect_args->prefix)
               << fmt::format("token type  {} ({} bytes)\n", data::token_type_name(ds.token_type()),
                              data::token_size(ds.token_type()))
@@ -202,14 +211,15 @@ void add_data_commands(CLI::App& app, Actions& actions) {
                              ds.sequences(), total)
               << fmt::format("sequence length  min {}, mean {:.1f}, max {}\n", shortest,
                              ds.sequences() ? double(total) / ds.sequences() : 0.0, longest);
-    if (distinct > 0) {
+    if (total > 0) {
       std::vector<std::pair<int64_t, int64_t>> by_count;
       for (std::size_t id = 0; id < counts.size(); ++id)
         if (counts[id]) by_count.emplace_back(-counts[id], static_cast<int64_t>(id));
       std::sort(by_count.begin(), by_count.end());
-      std::cout << fmt::format("token ids   min {}, max {}, {} distinct{}\nmost frequent", min_id,
-                               counts.size() - 1, distinct,
-                               negative ? fmt::format(" ({} negative ids)", negative) : "");
+      std::cout << fmt::format("token ids   min {}, max {}, {} distinct{}{}\nmost frequent", min_id,
+                               max_id, distinct,
+                               negative ? fmt::format(" ({} negative ids)", negative) : "",
+                               huge ? fmt::format(" ({} ids >= {}, not counted)", huge, kCountedIds) : "");
       for (std::size_t i = 0; i < std::min<std::size_t>(10, by_count.size()); ++i)
         std::cout << fmt::format(" {}:{}", by_count[i].second, -by_count[i].first);
       std::cout << "\n";
@@ -229,12 +239,20 @@ void add_data_commands(CLI::App& app, Actions& actions) {
   struct MergeArgs {
     std::string output;
     std::vector<std::string> inputs;
+    bool force = false;
   };
   auto merge_args = std::make_shared<MergeArgs>();
   auto* merge = group->add_subcommand("merge", "Concatenate datasets into one (as Megatron's merge_datasets)");
   merge->add_option("output", merge_args->output, "Output prefix")->required();
   merge->add_option("inputs", merge_args->inputs, "Input prefixes, in order")->required();
+  merge->add_flag("--force", merge_args->force, "Replace the output dataset if it exists");
   actions.emplace_back(merge, [merge_args] {
+    if (!merge_args->force)
+      for (const auto& path : {data::bin_path(merge_args->output), data::idx_path(merge_args->output)}) {
+        std::error_code ignored;
+        if (std::filesystem::exists(path, ignored))
+          throw UserError(fmt::format("'{}' already exists; pass --force to replace it", path.string()));
+      }
     std::vector<std::unique_ptr<data::IndexedDataset>> inputs;
     for (const auto& p : merge_args->inputs) inputs.push_back(std::make_unique<data::IndexedDataset>(p));
     data::IndexedDatasetWriter writer(merge_args->output, inputs.front()->token_type());

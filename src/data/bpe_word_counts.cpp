@@ -11,13 +11,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
 
 #include "core/error.hpp"
 #include "data/gpt2_pretokenize.hpp"
+#include "data/json_last_field.hpp"
 #include "data/line_reader.hpp"
+#include "data/worker_limit.hpp"
 
 namespace megatron::data {
 namespace {
@@ -99,7 +102,7 @@ void count_batch(const Batch& batch, const std::string& key, simdjson::ondemand:
       return fail("not a JSON object");
     }
     simdjson::ondemand::value value;
-    const auto status = object.find_field_unordered(key).get(value);
+    const auto status = find_last_field(object, key, value);
     if (status == simdjson::NO_SUCH_FIELD) return fail("no key '" + key + "'");
     if (status) return fail(std::string("not valid JSON: ") + simdjson::error_message(status));
     std::string_view text;
@@ -133,7 +136,15 @@ class Counter {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     std::vector<std::thread> threads;
-    for (std::size_t w = 0; w < tallies_.size(); ++w) threads.emplace_back([this, w] { work(w); });
+    try {
+      for (std::size_t w = 0; w < tallies_.size(); ++w) threads.emplace_back([this, w] { work(w); });
+    } catch (const std::system_error& e) {
+      // Out of threads: end those started rather than let their destructors terminate.
+      stop();
+      for (auto& t : threads) t.join();
+      throw RuntimeFailure(fmt::format("cannot start {} workers ({}); use fewer --workers",
+                                       tallies_.size(), e.what()));
+    }
     double last_report = 0;
     std::exception_ptr reading_error;  // a corrupt compressed input, or a throwing callback
     try {
@@ -277,7 +288,7 @@ class Counter {
 WordCountSummary count_words(const WordCountOptions& options,
                              const std::function<void(const WordCountProgress&)>& progress) {
   if (options.inputs.empty()) throw UserError("no input: pass --input at least once");
-  if (options.workers < 1) throw UserError("--workers must be at least 1");
+  check_workers(options.workers);
   if (options.json_key.empty()) throw UserError("--json-key must not be empty");
   Counter counter(options);
   return counter.run(progress);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "data/gpt2_pretokenize.hpp"
 #include "data/byte_unicode.hpp"
 #include "data/unicode.hpp"
@@ -256,7 +257,8 @@ void Gpt2Bpe::load_vocab(const std::string& path, std::unordered_map<std::string
   try {
     json = nlohmann::json::parse(read_file(path, "vocabulary"));
   } catch (const nlohmann::json::parse_error& e) {
-    throw UserError("GPT-2 vocabulary file '" + path + "' is not valid JSON: " + e.what());
+    throw UserError("GPT-2 vocabulary file '" + path + "' is not valid JSON: " +
+                    printable(e.what(), 160));
   }
   if (!json.is_object() || json.empty()) {
     throw UserError("GPT-2 vocabulary file '" + path +
@@ -269,12 +271,14 @@ void Gpt2Bpe::load_vocab(const std::string& path, std::unordered_map<std::string
     // Ids index arrays: requiring exactly 0..V-1 keeps a typo from allocating gigabytes.
     const int64_t id = value.is_number_integer() ? value.get<int64_t>() : -1;
     if (id < 0 || id >= count) {
-      throw UserError("GPT-2 vocabulary file '" + path + "': token '" + token + "' has id " +
-                      value.dump() + "; ids must be integers 0.." + std::to_string(count - 1));
+      throw UserError("GPT-2 vocabulary file '" + path + "': token '" + printable(token) +
+                      "' has id " + printable(value.dump()) + "; ids must be integers 0.." +
+                      std::to_string(count - 1));
     }
     if (seen[id]) {
       throw UserError("GPT-2 vocabulary file '" + path + "': id " + std::to_string(id) +
-                      " is given to two tokens, '" + token_text_[id] + "' and '" + token + "'");
+                      " is given to two tokens, '" + printable(token_text_[id]) + "' and '" +
+                      printable(token) + "'");
     }
     seen[id] = true;
     token_text_[id] = token;
@@ -319,7 +323,7 @@ void Gpt2Bpe::load_merges(const std::string& path, const std::string& vocab_path
     const auto it = ids.find(std::string(token));
     if (it == ids.end()) {
       throw UserError("GPT-2 merges file '" + path + "' line " + std::to_string(line) + ": '" +
-                      std::string(token) + "' is not in the vocabulary '" + vocab_path + "'");
+                      printable(token) + "' is not in the vocabulary '" + vocab_path + "'");
     }
     return it->second;
   };
@@ -336,7 +340,7 @@ void Gpt2Bpe::load_merges(const std::string& path, const std::string& vocab_path
     if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string_view::npos) {
       throw UserError("GPT-2 merges file '" + path + "' line " + std::to_string(line_number) +
-                      ": expected two tokens separated by one space, found '" + std::string(line) +
+                      ": expected two tokens separated by one space, found '" + printable(line) +
                       "'");
     }
     const std::string_view left = line.substr(0, space);

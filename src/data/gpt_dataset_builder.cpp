@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "data/blended_dataset.hpp"
+#include "data/token_ids.hpp"
 
 namespace megatron::data {
 
@@ -36,6 +37,7 @@ std::array<std::shared_ptr<const GptSampleSource>, 3> build_gpt_datasets(
   std::vector<std::array<std::optional<DocumentRange>, 3>> ranges;
   for (const auto& prefix : spec.prefixes) {
     data.push_back(std::make_shared<const IndexedDataset>(prefix));
+    if (spec.vocab_size > 0) check_token_ids(*data.back(), spec.vocab_size);
     ranges.push_back(split_document_ranges(spec.split, data.back()->sequences()));
   }
 

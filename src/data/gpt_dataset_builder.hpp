@@ -38,6 +38,9 @@ struct GptBlendSpec {
   // the blend weighs them by their sample counts.
   std::vector<double> weights;
   std::string split = "969,30,1";
+  // When > 0, every token id of every dataset is checked to lie in [0, vocab_size) as it is
+  // opened (check_token_ids): a dataset from another tokenizer stops before any index is built.
+  int64_t vocab_size = 0;
 };
 
 // For each split (train, valid, test) the samples it needs, or nullopt for one epoch.
@@ -45,7 +48,8 @@ using SplitSizes = std::array<std::optional<int64_t>, 3>;
 
 // The dataset each split draws from; null for a split whose share of the split string is 0.
 // Throws UserError for a malformed blend (weights not matching prefixes, weights without a
-// size for a split, several unweighted prefixes without a size).
+// size for a split, several unweighted prefixes without a size), a corrupt dataset, or a token
+// id outside spec.vocab_size.
 std::array<std::shared_ptr<const GptSampleSource>, 3> build_gpt_datasets(
     const GptBlendSpec& spec, const SplitSizes& sizes, const GptDatasetConfig& config);
 

@@ -9,6 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -89,14 +92,22 @@ IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, TokenType type)
   idx_tmp_ = temp_name(idx_path(prefix_));
   lengths_tmp_ = idx_tmp_.string() + ".lengths";
   docs_tmp_ = idx_tmp_.string() + ".docs";
-  bin_ = open_or_throw(bin_tmp_, "wb");
-  lengths_ = open_or_throw(lengths_tmp_, "w+b");
-  docs_ = open_or_throw(docs_tmp_, "w+b");
-  const int64_t zero = 0;
-  write_or_throw(docs_, &zero, sizeof zero, docs_tmp_.string());
+  // A destructor does not run for a constructor that throws: the files opened so far go here.
+  try {
+    bin_ = open_or_throw(bin_tmp_, "wb");
+    lengths_ = open_or_throw(lengths_tmp_, "w+b");
+    docs_ = open_or_throw(docs_tmp_, "w+b");
+    const int64_t zero = 0;
+    write_or_throw(docs_, &zero, sizeof zero, docs_tmp_.string());
+  } catch (...) {
+    remove_temporaries();
+    throw;
+  }
 }
 
-IndexedDatasetWriter::~IndexedDatasetWriter() {
+IndexedDatasetWriter::~IndexedDatasetWriter() { remove_temporaries(); }
+
+void IndexedDatasetWriter::remove_temporaries() {
   close_quietly(bin_);
   close_quietly(lengths_);
   close_quietly(docs_);
@@ -137,6 +148,10 @@ void IndexedDatasetWriter::add_sequence(std::span<const int32_t> tokens) {
       std::memcpy(out, &v, 8);
     }
   }
+  if (tokens.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max()))
+    throw UserError(fmt::format("a sequence of {} tokens is longer than the indexed format's "
+                                "limit of 2^31 - 1; split the document",
+                                tokens.size()));
   write_or_throw(bin_, buffer_.data(), buffer_.size(), bin_tmp_.string());
   const int32_t length = static_cast<int32_t>(tokens.size());
   write_or_throw(lengths_, &length, sizeof length, lengths_tmp_.string());
@@ -208,8 +223,12 @@ void IndexedDatasetWriter::finish() {
   }
   std::fclose(idx);
   // .bin first: a reader only trusts a dataset whose .idx exists.
-  fs::rename(bin_tmp_, bin_path(prefix_));
-  fs::rename(idx_tmp_, idx_path(prefix_));
+  for (const auto& [from, to] : {std::pair{bin_tmp_, bin_path(prefix_)}, std::pair{idx_tmp_, idx_path(prefix_)}}) {
+    std::error_code error;
+    fs::rename(from, to, error);
+    if (error)
+      throw RuntimeFailure(fmt::format("cannot write '{}': {}", to.string(), error.message()));
+  }
   finished_ = true;
 }
 
@@ -222,7 +241,10 @@ void* map_file(const fs::path& path, std::size_t& size) {
     throw UserError(fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)));
   }
   struct stat st{};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw UserError(fmt::format("dataset file '{}' is not a regular file", path.string()));
+  }
   size = static_cast<std::size_t>(st.st_size);
   void* map = nullptr;
   if (size > 0) {
@@ -236,6 +258,9 @@ void* map_file(const fs::path& path, std::size_t& size) {
   return map;
 }
 
+constexpr std::size_t kHeaderBytes = sizeof kIndexMagic + 8 + 1 + 8 + 8;
+constexpr const char* kRemake = "re-make the dataset with `megatron preprocess`";
+
 }  // namespace
 
 IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
@@ -243,11 +268,11 @@ IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
   idx_map_ = map_file(idx, idx_size_);
   try {
     const auto* bytes = static_cast<const unsigned char*>(idx_map_);
-    const std::size_t header = sizeof kIndexMagic + 8 + 1 + 8 + 8;
     auto bad = [&](const std::string& what) {
       return UserError(fmt::format("'{}' is not a valid Megatron index: {}", idx.string(), what));
     };
-    if (idx_size_ < header) throw bad(fmt::format("{} bytes, shorter than the {}-byte header", idx_size_, header));
+    if (idx_size_ < kHeaderBytes)
+      throw bad(fmt::format("{} bytes, shorter than the {}-byte header", idx_size_, kHeaderBytes));
     if (std::memcmp(bytes, kIndexMagic, sizeof kIndexMagic) != 0) throw bad("the magic is not MMIDIDX");
     uint64_t version;
     std::memcpy(&version, bytes + 9, 8);
@@ -255,30 +280,89 @@ IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
     const uint8_t code = bytes[17];
     if (code < 1 || code > 8) throw bad(fmt::format("dtype code {}, expected 1 to 8", code));
     type_ = static_cast<TokenType>(code);
+    if (type_ == TokenType::F32 || type_ == TokenType::F64)
+      throw UserError(fmt::format(
+          "'{}' holds {} values (dtype code {}), not token ids: a token dataset is uint8, int8, "
+          "int16, uint16, int32 or int64; make one with `megatron preprocess`",
+          idx.string(), token_type_name(type_), code));
     std::memcpy(&sequence_count_, bytes + 18, 8);
     std::memcpy(&document_count_, bytes + 26, 8);
-    const std::size_t expected = header + sequence_count_ * (4 + 8) + document_count_ * 8;
-    if (document_count_ < 1 || idx_size_ != expected)
-      throw bad(fmt::format("{} bytes, but {} sequences and {} document indices need {}", idx_size_,
-                            sequence_count_, document_count_, expected));
+    // In 128 bits the size the counts imply cannot overflow, however large the counts are, so
+    // nothing is allocated or mapped on the strength of a header that lies.
+    using u128 = unsigned __int128;
+    const u128 expected = u128{kHeaderBytes} + u128{sequence_count_} * 12 + u128{document_count_} * 8;
+    if (expected != idx_size_)
+      throw UserError(fmt::format(
+          "'{}' is corrupt: it has {} bytes, but its header's {} sequences and {} document "
+          "indices need {}; {}",
+          idx.string(), idx_size_, sequence_count_, document_count_, expected, kRemake));
+    if (document_count_ < 1)
+      throw UserError(fmt::format(
+          "'{}' is corrupt: its header gives 0 document indices, expected at least 1 (the "
+          "leading 0); {}",
+          idx.string(), kRemake));
     lengths_.resize(sequence_count_);
-    if (sequence_count_) std::memcpy(lengths_.data(), bytes + header, sequence_count_ * 4);
-    offsets_ = bytes + header + sequence_count_ * 4;
-    doc_indices_ = bytes + header + sequence_count_ * 12;
+    if (sequence_count_) std::memcpy(lengths_.data(), bytes + kHeaderBytes, sequence_count_ * 4);
+    offsets_ = bytes + kHeaderBytes + sequence_count_ * 4;
+    doc_indices_ = bytes + kHeaderBytes + sequence_count_ * 12;
 
     bin_map_ = map_file(bin_path(prefix), bin_size_);
-    const uint64_t needed = sequence_count_ == 0
-                                ? 0
-                                : static_cast<uint64_t>(sequence_offsets().back()) +
-                                      static_cast<uint64_t>(lengths_.back()) * token_size(type_);
-    if (bin_size_ != needed)
-      throw UserError(fmt::format("'{}' has {} bytes but its index describes {}",
-                                  bin_path(prefix).string(), bin_size_, needed));
+    validate_index(idx);
   } catch (...) {
     if (idx_map_) ::munmap(idx_map_, idx_size_);
     if (bin_map_) ::munmap(bin_map_, bin_size_);
     throw;
   }
+}
+
+void IndexedDataset::validate_index(const fs::path& idx) const {
+  auto corrupt = [&](const std::string& what) {
+    return UserError(fmt::format("'{}' is corrupt: {}; {}", idx.string(), what, kRemake));
+  };
+  const uint64_t width = token_size(type_);
+  const auto offsets = sequence_offsets();
+  // Megatron writes the sequences back to back, so each offset is known before it is read.
+  // `end` never exceeds the .bin's size before a length is added, and a length adds under
+  // 2^34, so the sum cannot overflow.
+  uint64_t end = 0;
+  bool stopped_early = false;  // at a sequence past the .bin's end, before the last
+  for (std::size_t i = 0; i < sequence_count_; ++i) {
+    const int32_t length = lengths_[i];
+    if (length < 0)
+      throw corrupt(fmt::format("sequence {} has length {}, expected a token count >= 0", i, length));
+    const int64_t offset = offsets[i];
+    if (offset < 0 || static_cast<uint64_t>(offset) != end)
+      throw corrupt(fmt::format("sequence {} starts at byte {} of the .bin, expected {}{}", i,
+                                offset, end,
+                                i == 0 ? "" : fmt::format(" (where sequence {} ends)", i - 1)));
+    end += static_cast<uint64_t>(length) * width;
+    if (end > bin_size_) {
+      stopped_early = i + 1 < sequence_count_;
+      break;
+    }
+  }
+  if (end != bin_size_)
+    throw UserError(
+        fmt::format("'{}' has {} bytes but its index describes {}{}: the dataset is corrupt; {}",
+                    bin_path(prefix_).string(), bin_size_, stopped_early ? "at least " : "", end,
+                    kRemake));
+
+  const auto docs = document_indices();
+  if (docs[0] != 0)
+    throw corrupt(fmt::format("document index 0 is {}, expected 0", docs[0]));
+  const auto n = static_cast<int64_t>(sequence_count_);
+  for (std::size_t d = 1; d < document_count_; ++d) {
+    const int64_t v = docs[d];
+    if (v < docs[d - 1])
+      throw corrupt(fmt::format("document index {} is {}, below the previous {}; expected "
+                                "non-decreasing sequence counts",
+                                d, v, docs[d - 1]));
+    if (v > n)
+      throw corrupt(fmt::format("document index {} is {}, past the {} sequences", d, v, n));
+  }
+  if (docs.back() != n)
+    throw corrupt(fmt::format("the last document index ({}) is {}, expected the sequence count {}",
+                              document_count_ - 1, docs.back(), n));
 }
 
 IndexedDataset::~IndexedDataset() {
@@ -297,8 +381,8 @@ std::vector<int32_t> IndexedDataset::tokens(int64_t i, int64_t offset, int64_t l
     throw std::out_of_range(fmt::format("sequence {} of {} in '{}'", i, sequences(), prefix_));
   const int64_t n = lengths_[i];
   if (length < 0) length = n - offset;
-  if (offset < 0 || offset + length > n)
-    throw std::out_of_range(fmt::format("tokens [{}, {}) of a {}-token sequence", offset, offset + length, n));
+  if (offset < 0 || offset > n || length > n - offset)
+    throw std::out_of_range(fmt::format("tokens [{}, {}+{}) of a {}-token sequence", offset, offset, length, n));
   std::vector<int32_t> out(static_cast<std::size_t>(length));
   const auto* base = static_cast<const unsigned char*>(bin_map_) + sequence_offsets()[static_cast<std::size_t>(i)];
   const std::size_t width = token_size(type_);
@@ -310,9 +394,19 @@ std::vector<int32_t> IndexedDataset::tokens(int64_t i, int64_t offset, int64_t l
       case TokenType::U16: { uint16_t v; std::memcpy(&v, p, 2); out[k] = v; break; }
       case TokenType::I16: { int16_t v; std::memcpy(&v, p, 2); out[k] = v; break; }
       case TokenType::I32: { int32_t v; std::memcpy(&v, p, 4); out[k] = v; break; }
-      case TokenType::I64: { int64_t v; std::memcpy(&v, p, 8); out[k] = static_cast<int32_t>(v); break; }
-      case TokenType::F32: { float v; std::memcpy(&v, p, 4); out[k] = static_cast<int32_t>(v); break; }
-      case TokenType::F64: { double v; std::memcpy(&v, p, 8); out[k] = static_cast<int32_t>(v); break; }
+      case TokenType::I64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        if (!std::in_range<int32_t>(v))
+          throw UserError(fmt::format(
+              "dataset '{}': sequence {} holds token id {}, which no vocabulary has (ids are "
+              "below 2^31): the dataset is corrupt; {}",
+              prefix_, i, v, kRemake));
+        out[k] = static_cast<int32_t>(v);
+        break;
+      }
+      case TokenType::F32: case TokenType::F64:
+        throw std::logic_error("float datasets are refused when they are opened");
     }
   }
   return out;

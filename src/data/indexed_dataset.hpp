@@ -44,7 +44,8 @@ class IndexedDatasetWriter {
   IndexedDatasetWriter(const IndexedDatasetWriter&) = delete;
   IndexedDatasetWriter& operator=(const IndexedDatasetWriter&) = delete;
 
-  // Appends one sequence (tokens must fit the token type; throws RuntimeFailure otherwise).
+  // Appends one sequence (tokens must fit the token type; throws RuntimeFailure otherwise,
+  // and UserError for a sequence longer than the format's 2^31 - 1 tokens).
   void add_sequence(std::span<const int32_t> tokens);
   // Marks the end of a document (after its sequences: one per sentence, or one in all).
   void end_document();
@@ -59,6 +60,7 @@ class IndexedDatasetWriter {
 
  private:
   void write_or_throw(std::FILE* file, const void* data, std::size_t bytes, const std::string& what);
+  void remove_temporaries();  // closes the files; the outputs too unless finish() succeeded
 
   std::string prefix_;
   TokenType type_;
@@ -122,8 +124,13 @@ class UnalignedArray {
   std::size_t size_ = 0;
 };
 
-// A dataset opened read-only by memory-mapping both files. Validates the header and every size
-// against the file sizes; errors name the file, what was expected and what was found.
+// A dataset opened read-only by memory-mapping both files. The whole index is validated at
+// open in one pass over it (header counts against the file size without overflow, lengths
+// non-negative, offsets contiguous from 0 to the .bin's size, document indices non-decreasing
+// from 0 to the sequence count), so every sequence read afterwards lies inside the .bin. A
+// float dtype is refused: it holds no token ids. Errors are UserErrors naming the file, the
+// entry, what was found and what was expected. Token ids themselves are not read at open; see
+// token_ids.hpp for the range check over all of them.
 class IndexedDataset {
  public:
   explicit IndexedDataset(const std::string& prefix);
@@ -140,8 +147,14 @@ class IndexedDataset {
   UnalignedArray<int64_t> document_indices() const { return {doc_indices_, document_count_}; }
   int64_t total_tokens() const;
 
-  // Tokens of sequence `i` from `offset`, `length` of them (all when length < 0).
+  // Tokens of sequence `i` from `offset`, `length` of them (all when length < 0). An int64
+  // token outside int32's range is a UserError, never cut to fit.
   std::vector<int32_t> tokens(int64_t i, int64_t offset = 0, int64_t length = -1) const;
+  // The whole .bin, for scans over every token (its offsets are multiples of the token width,
+  // and the mapping is page-aligned, so it can be read as an array of the token type).
+  std::span<const unsigned char> token_bytes() const {
+    return {static_cast<const unsigned char*>(bin_map_), bin_size_};
+  }
   const std::string& prefix() const { return prefix_; }
 
  private:
@@ -155,6 +168,8 @@ class IndexedDataset {
   std::size_t idx_size_ = 0;
   void* bin_map_ = nullptr;
   std::size_t bin_size_ = 0;
+
+  void validate_index(const std::filesystem::path& idx) const;
 };
 
 }  // namespace megatron::data

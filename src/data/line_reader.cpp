@@ -22,6 +22,13 @@ bool ends_with(const std::string& s, const char* suffix) {
   const std::size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
+
+// zlib's message without the "path: " it puts in front: the error names the file already.
+std::string_view zlib_message(std::string_view message, const std::string& path) {
+  if (message.starts_with(path) && message.substr(path.size()).starts_with(": "))
+    message.remove_prefix(path.size() + 2);
+  return message;
+}
 }  // namespace
 
 // One of three kinds of source; each reads up to `capacity` decompressed bytes.
@@ -32,7 +39,9 @@ struct LineReader::Source {
   ZSTD_DCtx* zstd = nullptr;
   std::vector<char> compressed;
   ZSTD_inBuffer in{nullptr, 0, 0};
-  uint64_t consumed = 0;  // compressed bytes consumed (zstd) for progress
+  uint64_t consumed = 0;     // compressed bytes consumed (zstd) for progress
+  bool file_done = false;    // zstd: the compressed file has been read to its end
+  bool frame_done = true;    // zstd: the decoder stands on a frame boundary (an empty file too)
 
   ~Source() {
     if (file) std::fclose(file);
@@ -40,7 +49,8 @@ struct LineReader::Source {
     if (zstd) ZSTD_freeDCtx(zstd);
   }
 
-  // Returns bytes produced; 0 at end of input. Throws on corrupt input.
+  // Returns bytes produced; 0 at end of input. Throws on corrupt or truncated input: a
+  // corpus cut short must not pass for a smaller corpus.
   std::size_t read(char* out, std::size_t capacity, const std::string& path) {
     switch (kind) {
       case Kind::Plain: {
@@ -51,26 +61,49 @@ struct LineReader::Source {
       }
       case Kind::Gzip: {
         const int n = gzread(gz, out, static_cast<unsigned>(capacity));
-        if (n < 0) {
-          int code = 0;
-          throw UserError(fmt::format("'{}' is not a valid gzip file: {}", path, gzerror(gz, &code)));
-        }
+        int code = Z_OK;
+        const char* message = gzerror(gz, &code);
+        if (n < 0 && code == Z_ERRNO)
+          throw RuntimeFailure(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+        if (n < 0)
+          throw UserError(fmt::format("'{}' is not a valid gzip file: {}", path,
+                                      zlib_message(message, path)));
+        // zlib reports input that ends before a member's trailer as Z_BUF_ERROR, yet still
+        // returns the bytes it got; concatenated members are read through as one stream.
+        if (n == 0 && code == Z_BUF_ERROR)
+          throw UserError(fmt::format(
+              "'{}' is truncated or corrupt: the gzip stream ends before its trailer; re-make "
+              "or re-download the file",
+              path));
         return static_cast<std::size_t>(n);
       }
       case Kind::Zstd: {
         ZSTD_outBuffer output{out, capacity, 0};
         while (output.pos == 0) {
-          if (in.pos == in.size) {
+          if (in.pos == in.size && !file_done) {
             in.size = std::fread(compressed.data(), 1, compressed.size(), file);
             in.pos = 0;
             in.src = compressed.data();
-            if (in.size == 0) return 0;
+            if (in.size == 0) {
+              if (std::ferror(file))
+                throw RuntimeFailure(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+              file_done = true;
+            }
           }
+          if (file_done && frame_done) return 0;
           const std::size_t before = in.pos;
           const std::size_t rc = ZSTD_decompressStream(zstd, &output, &in);
           consumed += in.pos - before;
           if (ZSTD_isError(rc))
             throw UserError(fmt::format("'{}' is not a valid zstd file: {}", path, ZSTD_getErrorName(rc)));
+          // 0 means a frame just ended and everything it holds has been written out.
+          frame_done = rc == 0;
+          // With no input left, a call that writes nothing can make no more progress.
+          if (file_done && output.pos == 0 && !frame_done)
+            throw UserError(fmt::format(
+                "'{}' is truncated or corrupt: the zstd stream ends inside a frame; re-make or "
+                "re-download the file",
+                path));
         }
         return output.pos;
       }

@@ -11,12 +11,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "data/indexed_dataset.hpp"
+#include "data/json_last_field.hpp"
 #include "data/line_reader.hpp"
 #include "data/sentence_splitter.hpp"
+#include "data/worker_limit.hpp"
 
 namespace megatron::data {
 namespace {
@@ -43,14 +47,16 @@ struct Tokenized {
   uint64_t bytes_read_after = 0;
 };
 
+// The keys a line has, escaped and capped: they come from the corpus and go into an error line.
 std::string describe_keys(simdjson::ondemand::object& object) {
   std::string keys;
   for (auto field : object) {
     std::string_view key;
     if (field.unescaped_key().get(key)) break;
     keys += (keys.empty() ? "" : ", ") + std::string(key);
+    if (keys.size() > 200) break;
   }
-  return keys.empty() ? "none" : keys;
+  return keys.empty() ? "none" : printable(keys, 120);
 }
 
 // Tokenizes one JSON line; fills `doc.error` instead of throwing so that the writer can
@@ -74,7 +80,7 @@ void tokenize_line(const std::string& line, const PreprocessOptions& options,
   for (std::size_t k = 0; k < options.json_keys.size(); ++k) {
     const std::string& key = options.json_keys[k];
     simdjson::ondemand::value value;
-    const auto status = object.find_field_unordered(key).get(value);
+    const auto status = find_last_field(object, key, value);
     if (status == simdjson::NO_SUCH_FIELD) {
       object.reset();
       doc.error = "no key '" + key + "' (keys: " + describe_keys(object) + ")";
@@ -134,9 +140,16 @@ class Pipeline {
   template <class Consume>
   void run(Consume&& consume) {
     std::vector<std::thread> threads;
-    threads.emplace_back([this] { guarded([this] { read_all(); }); });
-    for (int w = 0; w < options_.workers; ++w)
-      threads.emplace_back([this] { guarded([this] { work(); }); });
+    try {
+      threads.emplace_back([this] { guarded([this] { read_all(); }); });
+      for (int w = 0; w < options_.workers; ++w)
+        threads.emplace_back([this] { guarded([this] { work(); }); });
+    } catch (const std::system_error& e) {
+      // Out of threads: stop those started, so the writers' destructors can clean up.
+      abort(std::make_exception_ptr(RuntimeFailure(fmt::format(
+          "cannot start {} preprocess workers ({}); use fewer --workers", options_.workers,
+          e.what()))));
+    }
     try {
       for (int64_t next = 0;; ++next) {
         std::optional<Tokenized> batch = take_result(next);
@@ -257,7 +270,7 @@ class Pipeline {
 
 PreprocessSummary preprocess(const PreprocessOptions& options, const Tokenizer& tokenizer,
                              const std::function<void(const PreprocessProgress&)>& progress) {
-  if (options.workers < 1) throw UserError("--workers must be at least 1");
+  check_workers(options.workers);
   if (options.json_keys.empty()) throw UserError("--json-keys needs at least one key");
   if (options.append_eod && !tokenizer.special_tokens().eod)
     throw UserError("--append-eod: this tokenizer has no end-of-document token");

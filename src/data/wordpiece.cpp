@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "data/bert_pretokenize.hpp"
 
 namespace megatron::data {
@@ -150,7 +151,7 @@ class WordPieceTokenizer final : public Tokenizer {
       const std::string_view token = tokens_[id];
       if (!word_starts_.add(static_cast<int32_t>(id))) {
         const auto first = word_starts_.find(token);
-        throw UserError(path + ": duplicate token \"" + tokens_[id] + "\" on line " +
+        throw UserError(path + ": duplicate token \"" + printable(tokens_[id]) + "\" on line " +
                         std::to_string(id + 1) + " (first on line " + std::to_string(first + 1) +
                         ")");
       }

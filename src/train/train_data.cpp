@@ -25,7 +25,9 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
                     ": data.prefixes is empty: name indexed datasets (made by `megatron "
                     "preprocess`) or set data.mock: true");
   }
-  data::GptBlendSpec spec{.weights = r.data.weights, .split = r.data.split};
+  // Every id of every dataset is checked here, before any step: a dataset from another
+  // tokenizer must not stop a run hours in, when a bad sample is first drawn.
+  data::GptBlendSpec spec{.weights = r.data.weights, .split = r.data.split, .vocab_size = vocab};
   const auto base = std::filesystem::path(compiled.file).parent_path();
   std::string description;
   for (const std::string& prefix : r.data.prefixes) {

@@ -17,7 +17,9 @@ struct TrainData {
   std::string description;  // for the log: "mock" or the prefixes
 };
 
-// train_samples / valid_samples: how many each split must serve.
+// train_samples / valid_samples: how many each split must serve. Every token of every dataset
+// is checked against model.vocab_size first (a UserError naming the dataset, sequence and id),
+// so a dataset made with another tokenizer stops the run before its first step.
 TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
                           int64_t valid_samples);
 

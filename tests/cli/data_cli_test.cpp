@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "cli/run_command.hpp"
+#include "data/indexed_files.hpp"
+#include "support/bytes.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -77,6 +79,56 @@ TEST(DataCli, MissingVocabularyFileIsNamed) {
                               "data/tokenizers/gpt2/merges.txt --input " + input.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("nope.json"));
+}
+
+// A dataset of one document made by hand (two uint16 tokens), with `length` as its length.
+std::string hand_made_dataset(const test_support::TempDir& dir, int32_t length) {
+  const std::string prefix = (dir.path() / "ds").string();
+  data::test_files::write(prefix + ".idx", data::test_files::idx_bytes(8, 1, 2, {length}, {0}, {0, 1}));
+  data::test_files::write(prefix + ".bin", std::string(4, '\x01'));
+  return prefix;
+}
+
+TEST(DataCli, InspectOfACorruptIndexIsOneErrorLineAndExitCode2) {
+  test_support::TempDir dir;
+  const std::string prefix = hand_made_dataset(dir, -2000000000);
+  const auto r = run_megatron("data inspect " + prefix);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "megatron: error: '" + prefix +
+                       ".idx' is corrupt: sequence 0 has length -2000000000, expected a token count "
+                       ">= 0; re-make the dataset with `megatron preprocess`\n");
+}
+
+TEST(DataCli, MergeRefusesToReplaceAnExistingDatasetWithoutForce) {
+  test_support::TempDir dir;
+  const std::string in = hand_made_dataset(dir, 2);
+  const std::string out = (dir.path() / "out").string();
+  dir.write("out.idx", "existing");
+  const auto r = run_megatron("data merge " + out + " " + in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "megatron: error: '" + out + ".idx' already exists; pass --force to replace it\n");
+  EXPECT_EQ(test_support::slurp(out + ".idx"), "existing");
+  EXPECT_FALSE(std::filesystem::exists(out + ".bin"));
+}
+
+TEST(DataCli, MergeWithForceReplacesAnExistingDataset) {
+  test_support::TempDir dir;
+  const std::string in = hand_made_dataset(dir, 2);
+  const std::string out = (dir.path() / "out").string();
+  dir.write("out.idx", "existing");
+  const auto r = run_megatron("data merge --force " + out + " " + in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test_support::slurp(out + ".bin"), std::string(4, '\x01'));
+}
+
+TEST(DataCli, PreprocessWithMoreWorkersThanTheMachineCanRunIsRefusedAndLeavesNothing) {
+  test_support::TempDir dir;
+  const auto input = dir.write("in.jsonl", "{\"text\": \"x\"}\n");
+  const auto r = run_megatron("preprocess --quiet --workers 100000 --input " + input.string() +
+                              " --output-prefix " + (dir.path() / "out").string() + kGpt2);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, StartsWith("megatron: error: --workers 100000: more threads than this machine"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);  // the input
 }
 
 }  // namespace

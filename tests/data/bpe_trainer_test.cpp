@@ -148,6 +148,12 @@ TEST(BpeTrainerWordCounts, ReportsTheFirstBadLineWithItsFileAndLine) {
   }
 }
 
+TEST(BpeTrainerWordCounts, ADuplicateKeyCountsTheLastValueAsPythonDoes) {
+  TempDir dir;
+  const auto corpus = dir.write("corpus.jsonl", "{\"text\": \"first\", \"text\": \"second\"}\n");
+  EXPECT_THAT(count_words({.inputs = {corpus}}).words, ElementsAre(WordCount{"second", 1}));
+}
+
 TEST(BpeTrainerWordCounts, NamesAMissingKey) {
   TempDir dir;
   const auto corpus = dir.write("corpus.jsonl", "{\"body\": \"x\"}\n").string();

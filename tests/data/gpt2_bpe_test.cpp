@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "data/gpt2_pretokenize.hpp"
 #include "data/unicode.hpp"
 
@@ -528,7 +529,12 @@ TEST_F(Gpt2BpeFiles, MergePartsMustBeInTheVocabulary) {
 TEST_F(Gpt2BpeFiles, MergeResultMustBeInTheVocabulary) {
   // "Ġ" and "Ġ" are tokens but "ĠĠ" is not one in GPT-2's vocabulary.
   EXPECT_THAT(load_error(kVocab, write("m.txt", "Ġ Ġ\n")),
-              HasSubstr("line 1: 'ĠĠ' is not in the vocabulary"));
+              HasSubstr("line 1: '" + printable("ĠĠ") + "' is not in the vocabulary"));
+}
+
+TEST_F(Gpt2BpeFiles, BinaryGarbageFromAMergesFileIsEscapedInTheError) {
+  EXPECT_THAT(load_error(kVocab, write("m.txt", std::string("\x01\x1b[2J\xff", 6) + "\n")),
+              HasSubstr("found '\\x01\\x1b[2J\\xff'"));
 }
 
 TEST(Gpt2Bpe, DecodingAnUnknownIdIsAnError) {

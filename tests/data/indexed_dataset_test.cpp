@@ -2,6 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -93,6 +96,17 @@ TEST(IndexedDataset, NothingAppearsUnderTheFinalNameUntilFinish) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+TEST(IndexedDataset, AWriterThatCannotOpenAllItsFilesLeavesNoneBehind) {
+  test_support::TempDir dir;
+  const std::string prefix = (dir.path() / "ds").string();
+  // A directory where the writer's third temporary file goes makes its fopen fail.
+  const auto blocker = dir.path() / fmt::format("ds.idx.tmp-{}.docs", ::getpid());
+  std::filesystem::create_directory(blocker);
+  EXPECT_THROW(IndexedDatasetWriter(prefix, TokenType::U16), RuntimeFailure);
+  std::filesystem::remove(blocker);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
 TEST(IndexedDataset, TokenTooLargeForUint16IsAnError) {
   test_support::TempDir dir;
   IndexedDatasetWriter w((dir.path() / "ds").string(), TokenType::U16);
@@ -154,7 +168,7 @@ TEST(IndexedDataset, WrongMagicTruncatedIndexAndShortBinAreRejected) {
   };
   EXPECT_THAT(message("XX" + idx.substr(2), bin), HasSubstr("the magic is not MMIDIDX"));
   EXPECT_THAT(message(idx.substr(0, idx.size() - 3), bin), HasSubstr("sequences and 2 document indices need"));
-  EXPECT_THAT(message(idx, bin.substr(0, 4)), HasSubstr("has 4 bytes but its index describes 6"));
+  EXPECT_THAT(message(idx, bin.substr(0, 4)), HasSubstr("has 4 bytes but its index describes 6: the dataset is corrupt"));
 }
 
 }  // namespace

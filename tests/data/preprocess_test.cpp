@@ -4,6 +4,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -11,12 +13,14 @@
 #include "data/indexed_dataset.hpp"
 #include "data/preprocess.hpp"
 #include "data/word_tokenizer.hpp"
+#include "data/worker_limit.hpp"
 #include "support/bytes.hpp"
 #include "support/temp_dir.hpp"
 
 namespace megatron::data {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using test_support::little_endian;
@@ -168,6 +172,44 @@ TEST_F(Preprocess, GzipAndZstdInputsGiveTheSameDataset) {
   EXPECT_EQ(slurp(options.output_prefix + "_text_document.bin") +
                 slurp(options.output_prefix + "_text_document.idx"),
             plain);
+}
+
+TEST_F(Preprocess, ADuplicateJsonKeyKeepsTheLastValueAsPythonDoes) {
+  run("{\"text\": \"w1\", \"id\": 1, \"text\": \"w2 w3\"}\n");
+  EXPECT_THAT(IndexedDataset(out("_text_document")).tokens(0), ElementsAre(2, 3));
+}
+
+TEST_F(Preprocess, KeysFromTheCorpusAreEscapedInTheError) {
+  EXPECT_THAT(error_of("{\"a\\u0001b\": \"w1\"}\n"), HasSubstr("no key 'text' (keys: a\\x01b)"));
+}
+
+TEST_F(Preprocess, MoreWorkersThanTheMachineCanRunAreRefusedBeforeAnythingIsWritten) {
+  PreprocessOptions options;
+  options.workers = max_workers() + 1;
+  EXPECT_THAT(error_of("{\"text\": \"w1\"}\n", options),
+              AllOf(HasSubstr(fmt::format("--workers {}: more threads than this machine", max_workers() + 1)),
+                    HasSubstr(fmt::format("use --workers {} or fewer", max_workers()))));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()), {}), 1);  // the corpus
+}
+
+TEST_F(Preprocess, ATruncatedGzipCorpusIsAnErrorAndWritesNothing) {
+  std::string corpus;
+  for (int i = 0; i < 100; ++i) corpus += "{\"text\": \"w" + std::to_string(i) + "\"}\n";
+  const auto gz = dir_.path() / "c.jsonl.gz";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, corpus.data(), static_cast<unsigned>(corpus.size()));
+  gzclose(f);
+  std::filesystem::resize_file(gz, std::filesystem::file_size(gz) - 4);
+  PreprocessOptions options;
+  options.input = gz.string();
+  options.output_prefix = (dir_.path() / "out").string();
+  try {
+    preprocess(options, tokenizer_, {});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("c.jsonl.gz' is truncated or corrupt"));
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()), {}), 1);
 }
 
 TEST_F(Preprocess, WindowsLineEndingsAndAMissingFinalNewlineAreFine) {
