@@ -8,23 +8,91 @@
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/checksum.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "tensor/half.hpp"
 
 namespace megatron::ckpt {
 namespace fs = std::filesystem;
 
+namespace {
+
+Split split_attr(hid_t dataset, const std::string& where, const std::string& path) {
+  const std::string name = h5::string_attr(dataset, "split");
+  if (name != "none" && name != "rows" && name != "columns") {
+    throw UserError(fmt::format("{}: tensor {} has split '{}', expected none, rows or columns "
+                                "(damaged checkpoint?)",
+                                where, printable(path), printable(name)));
+  }
+  return split_from_name(name);
+}
+
+int64_t file_bytes(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw UserError(path.string() + ": " + ec.message());
+  return int64_t(size);
+}
+
+// Dataset t.path() of an open rank file, checked against the index's `t` (1-D, t's dtype, its
+// attributes a shard of t, no more elements than the file has bytes for), read whole into
+// `bytes` and checked against its CRC-32.
+void read_piece(hid_t file, const fs::path& file_path, int64_t bytes_on_disk, const TensorInfo& t,
+                std::vector<std::byte>& bytes) {
+  const std::string where = file_path.string(), path = t.path();
+  h5::Handle d = h5::open_dataset(file, path, where);
+  h5::check_plain_storage(d.id());
+  const std::vector<int64_t> shape = h5::dataset_shape(d.id());
+  const tensor::DType dtype = h5::dtype_of_dataset(d.id());
+  if (shape.size() != 1 || dtype != t.dtype) {
+    throw UserError(fmt::format("{}: tensor {} is {} of {} dimensions, the index records a {} "
+                                "tensor stored as 1-D pieces (damaged checkpoint?)",
+                                where, printable(path), tensor::name(dtype), shape.size(),
+                                tensor::name(t.dtype)));
+  }
+  const int64_t n = shape[0], elem = int64_t(tensor::size_of(dtype));
+  // The extent is only a number in the file: refuse one the file's bytes cannot hold before
+  // allocating for it.
+  if (n > bytes_on_disk / elem) {
+    throw UserError(fmt::format("{}: tensor {} claims {} elements, more than the file's {} bytes "
+                                "hold (truncated or damaged file)",
+                                where, printable(path), n, bytes_on_disk));
+  }
+  const ShardLayout layout{.global_shape = h5::ints_attr(d.id(), "global_shape", kMaxTensorRank),
+                           .split = split_attr(d.id(), where, path),
+                           .parts = h5::int_attr(d.id(), "parts"),
+                           .tp_rank = h5::int_attr(d.id(), "tp_rank"),
+                           .tp_size = h5::int_attr(d.id(), "tp_size")};
+  check_piece_layout(t, layout, h5::int_attr(d.id(), "shard_offset"), n, where);
+  bytes.resize(size_t(n * elem));
+  if (n > 0) h5::read_box(d.id(), {0}, {n}, bytes.data());
+  const uint32_t crc = crc32_of(bytes);
+  const int64_t stored = h5::int_attr(d.id(), "crc32");
+  if (int64_t(crc) != stored) {
+    throw UserError(fmt::format("{}: tensor {} fails its checksum (stored {:08x}, read {:08x}): the "
+                                "file is damaged; load an earlier checkpoint",
+                                where, printable(path), uint32_t(stored), crc));
+  }
+}
+
+}  // namespace
+
 CheckpointReader::CheckpointReader(fs::path dir) : dir_(std::move(dir)) {
   const fs::path index = dir_ / kIndexFile;
+  const std::string where = index.string();
   file_ = h5::open_file(index);
-  meta_ = read_meta(file_.id(), index.string());
+  meta_ = read_meta(file_.id(), where);
   for (const std::string& kind : tensor_kinds()) {
     for (const std::string& name : h5::children(file_.id(), "/" + kind)) {
       TensorInfo t{.kind = kind, .name = name};
-      h5::Handle d = h5::open_dataset(file_.id(), t.path(), index.string());
+      h5::Handle d = h5::open_dataset(file_.id(), t.path(), where);
       t.shape = h5::dataset_shape(d.id());
       t.dtype = h5::dtype_of_dataset(d.id());
-      t.split = split_from_name(h5::string_attr(d.id(), "split"));
+      t.split = split_attr(d.id(), where, t.path());
       t.parts = h5::int_attr(d.id(), "parts");
+      check_tensor(t, meta_, where);
+      std::vector<PieceMapping> mappings = read_mappings(d.id(), t);
+      check_mappings(t, mappings, meta_.layout.world, where);
+      mappings_.emplace(t.path(), std::move(mappings));
       tensors_.push_back(std::move(t));
     }
   }
@@ -37,68 +105,69 @@ const TensorInfo* CheckpointReader::find(const std::string& kind, const std::str
   return nullptr;
 }
 
-const std::vector<CheckpointReader::Mapping>& CheckpointReader::mappings(const TensorInfo& t) const {
-  auto found = mappings_.find(t.path());
-  if (found != mappings_.end()) return found->second;
+std::vector<PieceMapping> CheckpointReader::read_mappings(hid_t dataset, const TensorInfo& t) const {
   const std::string index = (dir_ / kIndexFile).string();
-  h5::Handle d = h5::open_dataset(file_.id(), t.path(), index);
-  h5::Handle dcpl(H5Dget_create_plist(d.id()), H5Pclose);
+  const auto bad = [&](const char* why) {
+    return UserError(fmt::format("{}: tensor {}: {} (damaged index?)", index, printable(t.path()), why));
+  };
+  h5::Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
   size_t count = 0;
-  if (H5Pget_layout(dcpl.id()) != H5D_VIRTUAL || H5Pget_virtual_count(dcpl.id(), &count) < 0) {
-    throw UserError(index + ": " + t.path() + " is not a virtual dataset (damaged index?)");
+  if (!dcpl.valid() || H5Pget_layout(dcpl.id()) != H5D_VIRTUAL ||
+      H5Pget_virtual_count(dcpl.id(), &count) < 0) {
+    throw bad("not a virtual dataset");
   }
-  std::vector<Mapping> out;
-  const bool two_d = t.shape.size() > 1;
+  const auto text = [&](ssize_t (*get)(hid_t, size_t, char*, size_t), size_t i) {
+    const ssize_t n = get(dcpl.id(), i, nullptr, 0);
+    if (n < 0) throw bad("cannot read its mappings");
+    std::string out(size_t(n) + 1, '\0');
+    get(dcpl.id(), i, out.data(), out.size());
+    out.resize(size_t(n));
+    return out;
+  };
+  const int rank = int(t.shape.size());
+  std::vector<PieceMapping> out;
   for (size_t i = 0; i < count; ++i) {
-    Mapping m;
-    m.file.resize(size_t(std::max<ssize_t>(H5Pget_virtual_filename(dcpl.id(), i, nullptr, 0), 0)) + 1);
-    H5Pget_virtual_filename(dcpl.id(), i, m.file.data(), m.file.size());
-    m.file.resize(m.file.size() - 1);
-    m.dataset.resize(size_t(std::max<ssize_t>(H5Pget_virtual_dsetname(dcpl.id(), i, nullptr, 0), 0)) + 1);
-    H5Pget_virtual_dsetname(dcpl.id(), i, m.dataset.data(), m.dataset.size());
-    m.dataset.resize(m.dataset.size() - 1);
+    PieceMapping m{.file = text(H5Pget_virtual_filename, i), .dataset = text(H5Pget_virtual_dsetname, i)};
     h5::Handle vspace(H5Pget_virtual_vspace(dcpl.id(), i), H5Sclose);
     h5::Handle sspace(H5Pget_virtual_srcspace(dcpl.id(), i), H5Sclose);
+    if (!vspace.valid() || !sspace.valid() || H5Sget_simple_extent_ndims(vspace.id()) != rank ||
+        H5Sget_simple_extent_ndims(sspace.id()) != 1) {
+      throw bad("a mapping of another rank than the tensor's, or from a source that is not 1-D");
+    }
     hsize_t v0[2] = {0, 0}, v1[2] = {0, 0}, s0[1] = {0}, s1[1] = {0};
     if (H5Sget_select_bounds(vspace.id(), v0, v1) < 0 || H5Sget_select_bounds(sspace.id(), s0, s1) < 0) {
-      throw UserError(index + ": cannot read the mappings of " + t.path() + " (damaged index?)");
+      throw bad("cannot read its mappings");
     }
-    m.box = {int64_t(v0[0]), int64_t(v1[0] - v0[0] + 1), two_d ? int64_t(v0[1]) : 0,
-             two_d ? int64_t(v1[1] - v0[1] + 1) : 1};
+    for (int d = 0; d < rank; ++d) {
+      if (v1[d] >= hsize_t(t.shape[size_t(d)]) || v0[d] > v1[d]) throw bad("a mapping outside the tensor");
+    }
+    if (s1[0] >= hsize_t(INT64_MAX / 2)) throw bad("a mapping from past the end of any piece");
+    m.box = {int64_t(v0[0]), int64_t(v1[0] - v0[0] + 1), rank > 1 ? int64_t(v0[1]) : 0,
+             rank > 1 ? int64_t(v1[1] - v0[1] + 1) : 1};
     m.offset = int64_t(s0[0]);
+    // A rectangle filled from one run of elements, as write_index makes them: the selections
+    // hold exactly as many elements as their bounds span (no gaps, points or strides).
+    const hssize_t selected = H5Sget_select_npoints(vspace.id());
+    if (selected != m.box.numel() || H5Sget_select_npoints(sspace.id()) != selected ||
+        int64_t(s1[0] - s0[0] + 1) != selected) {
+      throw bad("a mapping that is not a rectangle filled from one run of a piece");
+    }
     out.push_back(std::move(m));
   }
-  return mappings_.emplace(t.path(), std::move(out)).first->second;
+  return out;
 }
 
-namespace {
-
-// Dataset `path` of an open rank file, read whole into `bytes` and checked against its CRC-32.
-void read_checked(hid_t file, const fs::path& file_path, const std::string& path,
-                  std::vector<std::byte>& bytes) {
-  h5::Handle d = h5::open_dataset(file, path, file_path.string());
-  const int64_t n = h5::dataset_shape(d.id()).at(0);
-  bytes.resize(size_t(n) * tensor::size_of(h5::dtype_of_dataset(d.id())));
-  if (n > 0) h5::read_box(d.id(), {0}, {n}, bytes.data());
-  const uint32_t crc = crc32_of(bytes);
-  const int64_t stored = h5::int_attr(d.id(), "crc32");
-  if (int64_t(crc) != stored) {
-    throw UserError(fmt::format("{}: tensor {} fails its checksum (stored {:08x}, read {:08x}): the "
-                                "file is damaged; load an earlier checkpoint",
-                                file_path.string(), path, uint32_t(stored), crc));
-  }
-}
-
-}  // namespace
-
-const std::vector<std::byte>& CheckpointReader::piece(const Mapping& m) const {
+const std::vector<std::byte>& CheckpointReader::piece(const TensorInfo& t, const PieceMapping& m) const {
   const std::string key = m.file + ":" + m.dataset;
   if (key == cached_piece_) return cached_bytes_;
-  const fs::path path = dir_ / m.file;
+  const fs::path path = dir_ / m.file;  // a rank file name: check_mappings refused any other
   auto file = rank_files_.find(m.file);
-  if (file == rank_files_.end()) file = rank_files_.emplace(m.file, h5::open_file(path)).first;
+  if (file == rank_files_.end()) {
+    RankFile opened{.file = h5::open_file(path), .bytes = file_bytes(path)};
+    file = rank_files_.emplace(m.file, std::move(opened)).first;
+  }
   cached_piece_.clear();
-  read_checked(file->second.id(), path, m.dataset, cached_bytes_);
+  read_piece(file->second.file.id(), path, file->second.bytes, t, cached_bytes_);
   cached_piece_ = key;
   return cached_bytes_;
 }
@@ -107,11 +176,12 @@ const std::vector<std::byte>& CheckpointReader::piece(const Mapping& m) const {
 void CheckpointReader::copy_rows(const TensorInfo& t, const Box& box, std::byte* out) const {
   const size_t elem = tensor::size_of(t.dtype);
   int64_t covered = 0;
-  for (const Mapping& m : mappings(t)) {
+  for (const PieceMapping& m : mappings_.at(t.path())) {
     const int64_t r0 = std::max(box.row0, m.box.row0), r1 = std::min(box.row0 + box.rows, m.box.row0 + m.box.rows);
     const int64_t c0 = std::max(box.col0, m.box.col0), c1 = std::min(box.col0 + box.cols, m.box.col0 + m.box.cols);
     if (r0 >= r1 || c0 >= c1) continue;
-    const std::vector<std::byte>& src = piece(m);
+    const std::vector<std::byte>& src = piece(t, m);
+    check_piece_extent(m, int64_t(src.size() / elem), (dir_ / m.file).string());
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t from = m.offset + (r - m.box.row0) * m.box.cols + (c0 - m.box.col0);
       const int64_t to = (r - box.row0) * box.cols + (c0 - box.col0);
@@ -122,7 +192,8 @@ void CheckpointReader::copy_rows(const TensorInfo& t, const Box& box, std::byte*
   if (covered != box.numel()) {
     throw UserError(fmt::format("{}: the pieces of {} cover {} of the {} elements read (damaged "
                                 "index?)",
-                                (dir_ / kIndexFile).string(), t.path(), covered, box.numel()));
+                                (dir_ / kIndexFile).string(), printable(t.path()), covered,
+                                box.numel()));
   }
 }
 
@@ -137,7 +208,7 @@ void CheckpointReader::read_raw(const TensorInfo& t, const std::vector<Box>& box
   for (const Box& b : boxes) {
     if (b.col0 + b.cols > cols) {
       throw UserError(fmt::format("{}: {} has {} columns, the model needs {}", dir_.string(),
-                                  t.path(), cols, b.col0 + b.cols));
+                                  printable(t.path()), cols, b.col0 + b.cols));
     }
     const int64_t inside = std::clamp<int64_t>(rows - b.row0, 0, b.rows);
     if (inside > 0) copy_rows(t, Box{b.row0, inside, b.col0, b.cols}, at);
@@ -172,16 +243,42 @@ void CheckpointReader::read_f32(const TensorInfo& t, const std::vector<Box>& box
 }
 
 std::string CheckpointReader::verify(int part, int parts) const {
+  // What the index takes from each rank file: dataset -> the mapping that reaches furthest.
+  std::map<std::string, std::map<std::string, const PieceMapping*>> mapped;
+  for (const auto& [path, mappings] : mappings_) {
+    for (const PieceMapping& m : mappings) {
+      const PieceMapping*& furthest = mapped[m.file][m.dataset];
+      if (!furthest || furthest->offset + furthest->box.numel() < m.offset + m.box.numel()) furthest = &m;
+    }
+  }
   for (int64_t rank = part; rank < meta_.layout.world; rank += parts) {
     const std::string name = rank_file_name(int(rank));
     const fs::path path = dir_ / name;
     try {
       h5::Handle file = h5::open_file(path);
+      const int64_t bytes_on_disk = file_bytes(path);
+      std::map<std::string, int64_t> held;  // dataset -> elements
       std::vector<std::byte> bytes;
       for (const std::string& kind : tensor_kinds()) {
         for (const std::string& tensor : h5::children(file.id(), "/" + kind)) {
-          read_checked(file.id(), path, "/" + kind + "/" + tensor, bytes);
+          const TensorInfo* t = find(kind, tensor);
+          if (!t) {
+            throw UserError(fmt::format("{}: tensor /{}/{} is not in the index {} (damaged "
+                                        "checkpoint?)",
+                                        path.string(), kind, printable(tensor), kIndexFile));
+          }
+          read_piece(file.id(), path, bytes_on_disk, *t, bytes);
+          held[t->path()] = int64_t(bytes.size() / tensor::size_of(t->dtype));
         }
+      }
+      for (const auto& [dataset, furthest] : mapped[name]) {
+        const auto found = held.find(dataset);
+        if (found == held.end()) {
+          throw UserError(fmt::format("{}: no tensor {}, which the index maps from it (damaged "
+                                      "checkpoint?)",
+                                      path.string(), printable(dataset)));
+        }
+        check_piece_extent(*furthest, found->second, path.string());
       }
     } catch (const std::exception& e) {
       return e.what();

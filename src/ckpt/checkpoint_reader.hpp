@@ -1,6 +1,7 @@
 // Reading a checkpoint in any layout: the metadata, the list of global tensors, and any
 // rectangles of a global tensor, whatever layout saved it. The index's virtual-dataset mappings
-// say which rank file piece holds which rectangle; each piece is read whole, once, and its
+// say which rank file piece holds which rectangle; all of them are checked when the reader
+// opens (checkpoint_checks.hpp), and each piece is read whole, once, its attributes, extent and
 // CRC-32 checked before any of it is used.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint_checks.hpp"
 #include "ckpt/format.hpp"
 #include "ckpt/hdf5.hpp"
 #include "ckpt/tensor_source.hpp"
@@ -19,7 +21,8 @@ namespace megatron::ckpt {
 
 class CheckpointReader : public TensorSource {
  public:
-  // `dir`: a checkpoint directory (iter_NNNNNNN, holding checkpoint.h5).
+  // `dir`: a checkpoint directory (iter_NNNNNNN, holding checkpoint.h5). Reads and checks the
+  // whole index (metadata, shapes, dtypes, mappings); UserError naming the file on any fault.
   explicit CheckpointReader(std::filesystem::path dir);
 
   const std::filesystem::path& dir() const { return dir_; }
@@ -37,30 +40,29 @@ class CheckpointReader : public TensorSource {
   void read_f32(const TensorInfo& t, const std::vector<Box>& boxes, std::span<float> out,
                 bool zero_past_end = false) const;
 
-  // Checks the CRC-32 of every piece in the rank files with index % parts == part (so ranks can
-  // share the work). Returns the first problem as a one-line message, or "" when all pass.
+  // Checks every piece in the rank files with index % parts == part (so ranks can share the
+  // work): its attributes against the index, that it holds what the index maps from it, and its
+  // CRC-32. Returns the first problem as a one-line message, or "" when all pass.
   std::string verify(int part, int parts) const;
 
  private:
-  // One piece's place: its rank file and dataset, the rectangle of the global tensor it fills,
-  // and where in the piece that rectangle's first element is.
-  struct Mapping {
-    std::string file, dataset;
-    Box box;
-    int64_t offset = 0;
-  };
-  const std::vector<Mapping>& mappings(const TensorInfo& t) const;
+  std::vector<PieceMapping> read_mappings(hid_t dataset, const TensorInfo& t) const;
   // A piece's bytes, read whole and checked (the last one is kept: a tensor's rectangles come
   // one after the other).
-  const std::vector<std::byte>& piece(const Mapping& m) const;
+  const std::vector<std::byte>& piece(const TensorInfo& t, const PieceMapping& m) const;
   void copy_rows(const TensorInfo& t, const Box& box, std::byte* out) const;
+
+  struct RankFile {
+    h5::Handle file;
+    int64_t bytes = 0;  // its size on disk: no piece can hold more
+  };
 
   std::filesystem::path dir_;
   h5::Handle file_;
   CheckpointMeta meta_;
   std::vector<TensorInfo> tensors_;
-  mutable std::map<std::string, std::vector<Mapping>> mappings_;  // by tensor path
-  mutable std::map<std::string, h5::Handle> rank_files_;
+  std::map<std::string, std::vector<PieceMapping>> mappings_;  // by tensor path
+  mutable std::map<std::string, RankFile> rank_files_;
   mutable std::string cached_piece_;  // file + ":" + dataset
   mutable std::vector<std::byte> cached_bytes_;
 };

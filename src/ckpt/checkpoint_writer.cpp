@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "ckpt/checkpoint_checks.hpp"
 #include "ckpt/checksum.hpp"
 #include "core/error.hpp"
 
@@ -25,7 +26,7 @@ struct Source {
 Source read_source(hid_t file, const std::string& file_name, const std::string& path) {
   h5::Handle d = h5::open_dataset(file, path, file_name);
   Source s{.file = file_name, .path = path};
-  s.layout.global_shape = h5::ints_attr(d.id(), "global_shape");
+  s.layout.global_shape = h5::ints_attr(d.id(), "global_shape", kMaxTensorRank);
   s.layout.split = split_from_name(h5::string_attr(d.id(), "split"));
   s.layout.parts = h5::int_attr(d.id(), "parts");
   s.layout.tp_rank = h5::int_attr(d.id(), "tp_rank");
@@ -134,6 +135,10 @@ CheckpointMeta read_meta(hid_t file, const std::string& name) {
     throw UserError(fmt::format("{}: checkpoint format version {} is newer than this megatron "
                                 "reads ({}); upgrade megatron",
                                 name, v, kFormatVersion));
+  } else if (v < 1) {
+    throw UserError(fmt::format("{}: checkpoint format version {} does not exist (damaged "
+                                "index?)",
+                                name, v));
   }
   CheckpointMeta m;
   m.state = {.iteration = int_attr(file, "iteration"),
@@ -167,6 +172,7 @@ CheckpointMeta read_meta(hid_t file, const std::string& name) {
   m.overrides = string_attr(file, "overrides");
   m.created = string_attr(file, "created");
   m.version = string_attr(file, "megatron_version");
+  check_meta(m, name);
   return m;
 }
 

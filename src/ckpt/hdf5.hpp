@@ -40,11 +40,14 @@ void quiet();
 Handle create_file(const std::filesystem::path& path);
 Handle open_file(const std::filesystem::path& path);
 
-bool exists(hid_t loc, const std::string& path);  // every component of an absolute path
+// Whether every component of an absolute path exists; UserError when one is a soft or external
+// link (a checkpoint never holds one: following it could read another file).
+bool exists(hid_t loc, const std::string& path);
 Handle open_dataset(hid_t loc, const std::string& path, const std::string& file_for_errors);
 std::vector<std::string> children(hid_t loc, const std::string& group);  // names, sorted
 
-// Attributes on a file, group or dataset.
+// Attributes on a file, group or dataset. Readers refuse an attribute of another type class or
+// of more than the one value they expect (UserError naming the file and attribute).
 void set_attr(hid_t obj, const std::string& name, const std::string& value);
 void set_attr(hid_t obj, const std::string& name, int64_t value);
 void set_attr(hid_t obj, const std::string& name, double value);
@@ -53,7 +56,8 @@ bool has_attr(hid_t obj, const std::string& name);
 std::string string_attr(hid_t obj, const std::string& name);
 int64_t int_attr(hid_t obj, const std::string& name);
 double double_attr(hid_t obj, const std::string& name);
-std::vector<int64_t> ints_attr(hid_t obj, const std::string& name);
+// An integer list of at most `max_count` values (a damaged file cannot make it large).
+std::vector<int64_t> ints_attr(hid_t obj, const std::string& name, int64_t max_count);
 
 // The file type of a tensor dtype: IEEE f32, IEEE half, and bfloat16 as a 16-bit float with
 // an 8-bit exponent (what h5py and HDF5 tools see). Data moves in these types unconverted.
@@ -68,6 +72,8 @@ Handle write_vector(hid_t file, const std::string& path, tensor::DType dtype, co
 void read_box(hid_t dataset, const std::vector<int64_t>& start, const std::vector<int64_t>& count,
               void* out);
 std::vector<int64_t> dataset_shape(hid_t dataset);
+// UserError unless the dataset's bytes are contiguous in its own file (what rank files hold).
+void check_plain_storage(hid_t dataset);
 
 // Creates parent groups of `path` as needed.
 Handle link_create_plist();

@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 
+#include "ckpt/model_limits.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "recipe/enum_names.hpp"
 
 namespace megatron::ckpt {
@@ -55,8 +59,28 @@ class Keys {
       return j_.at(key).get<T>();
     } catch (const nlohmann::json::exception&) {
       throw UserError(
-          fmt::format("{}: {} has the wrong type ({})", where_, key, j_.at(key).dump()));
+          fmt::format("{}: {} has the wrong type ({})", where_, key, printable(j_.at(key).dump())));
     }
+  }
+  // A size: a JSON integer (not 768.0, nor a number past int64) in [1, max].
+  int64_t size(const std::string& key, int64_t max, std::optional<int64_t> fallback = std::nullopt) const {
+    if (!has(key)) return check_size(get<int64_t>(key, fallback), max, where_, key);
+    const nlohmann::json& v = j_.at(key);
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))) {
+      throw UserError(fmt::format("{}: {} = {}: expected an integer from 1 to {}", where_, key,
+                                  printable(v.dump()), max));
+    }
+    return check_size(v.get<int64_t>(), max, where_, key);
+  }
+  // A real number for which `ok` holds (`expected` says which).
+  double real(const std::string& key, double fallback, const std::function<bool(double)>& ok,
+              std::string_view expected) const {
+    const double v = get<double>(key, fallback);
+    if (!std::isfinite(v) || !ok(v)) {
+      throw UserError(fmt::format("{}: {} = {}: expected {}", where_, key,
+                                  printable(j_.at(key).dump()), expected));
+    }
+    return v;
   }
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
   // A setting the engine has no counterpart for: only its neutral value is accepted.
@@ -64,12 +88,12 @@ class Keys {
   void neutral(const std::string& key, const T& value) const {
     if (has(key) && j_.at(key) != nlohmann::json(value)) {
       throw UserError(fmt::format("{}: {} = {} is not supported (the engine computes {} = {})",
-                                  where_, key, j_.at(key).dump(), key,
+                                  where_, key, printable(j_.at(key).dump()), key,
                                   nlohmann::json(value).dump()));
     }
   }
   [[noreturn]] void bad(const std::string& key, const std::string& why) const {
-    throw UserError(fmt::format("{}: {} = {}: {}", where_, key, j_.at(key).dump(), why));
+    throw UserError(fmt::format("{}: {} = {}: {}", where_, key, printable(j_.at(key).dump()), why));
   }
 
  private:
@@ -79,20 +103,24 @@ class Keys {
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
+bool positive(double v) { return v > 0; }
+bool probability(double v) { return v >= 0 && v < 1; }
+bool non_negative(double v) { return v >= 0; }
+
 model::GptConfig gpt2_from(const Keys& k) {
   model::GptConfig c;
-  c.num_layers = k.get<int64_t>("n_layer");
-  c.hidden = k.get<int64_t>("n_embd");
-  c.heads = k.get<int64_t>("n_head");
-  if (c.heads <= 0 || c.hidden % c.heads != 0) k.bad("n_head", "must divide n_embd");
+  c.num_layers = k.size("n_layer", kMaxLayers);
+  c.hidden = k.size("n_embd", kMaxHidden);
+  c.heads = k.size("n_head", kMaxHeads);
+  if (c.hidden % c.heads != 0) k.bad("n_head", "must divide n_embd");
   c.groups = c.heads;
   c.head_dim = c.hidden / c.heads;
-  c.ffn = k.get<int64_t>("n_inner", 4 * c.hidden);
-  c.vocab = k.get<int64_t>("vocab_size");
-  c.max_positions = k.get<int64_t>("n_positions");
+  c.ffn = k.size("n_inner", kMaxFfn, 4 * c.hidden);
+  c.vocab = k.size("vocab_size", kMaxVocab);
+  c.max_positions = k.size("n_positions", kMaxPositions);
   c.position = PositionEmbedding::Learned;
   c.norm = Norm::LayerNorm;
-  c.norm_eps = k.get<double>("layer_norm_epsilon", 1e-5);
+  c.norm_eps = k.real("layer_norm_epsilon", 1e-5, positive, "a positive number");
   const auto act = k.get<std::string>("activation_function", std::string("gelu_new"));
   // gelu_new and gelu_pytorch_tanh are both the tanh approximation (different code, same math).
   if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") {
@@ -104,9 +132,9 @@ model::GptConfig gpt2_from(const Keys& k) {
   }
   c.tie_embeddings = k.get<bool>("tie_word_embeddings", true);
   c.linear_bias = c.qkv_bias = true;
-  c.hidden_dropout = k.get<double>("resid_pdrop", 0.1);
-  c.attention_dropout = k.get<double>("attn_pdrop", 0.1);
-  c.init_std = k.get<double>("initializer_range", 0.02);
+  c.hidden_dropout = k.real("resid_pdrop", 0.1, probability, "a probability in [0, 1)");
+  c.attention_dropout = k.real("attn_pdrop", 0.1, probability, "a probability in [0, 1)");
+  c.init_std = k.real("initializer_range", 0.02, non_negative, "a number >= 0");
   k.neutral("scale_attn_weights", true);
   k.neutral("scale_attn_by_inverse_layer_idx", false);
   k.neutral("add_cross_attention", false);
@@ -115,31 +143,29 @@ model::GptConfig gpt2_from(const Keys& k) {
 
 model::GptConfig llama_from(const Keys& k) {
   model::GptConfig c;
-  c.num_layers = k.get<int64_t>("num_hidden_layers");
-  c.hidden = k.get<int64_t>("hidden_size");
-  c.heads = k.get<int64_t>("num_attention_heads");
-  c.groups = k.get<int64_t>("num_key_value_heads", c.heads);
-  if (c.groups <= 0 || c.heads % c.groups != 0) {
-    k.bad("num_key_value_heads", "must divide num_attention_heads");
-  }
+  c.num_layers = k.size("num_hidden_layers", kMaxLayers);
+  c.hidden = k.size("hidden_size", kMaxHidden);
+  c.heads = k.size("num_attention_heads", kMaxHeads);
+  c.groups = k.size("num_key_value_heads", c.heads, c.heads);
+  if (c.heads % c.groups != 0) k.bad("num_key_value_heads", "must divide num_attention_heads");
   if (!k.has("head_dim") && c.hidden % c.heads != 0) {
     k.bad("num_attention_heads", "must divide hidden_size");
   }
-  c.head_dim = k.get<int64_t>("head_dim", c.hidden / c.heads);
-  c.ffn = k.get<int64_t>("intermediate_size");
-  c.vocab = k.get<int64_t>("vocab_size");
-  c.max_positions = k.get<int64_t>("max_position_embeddings", 2048);
+  c.head_dim = k.size("head_dim", kMaxHeadDim, c.hidden / c.heads);
+  c.ffn = k.size("intermediate_size", kMaxFfn);
+  c.vocab = k.size("vocab_size", kMaxVocab);
+  c.max_positions = k.size("max_position_embeddings", kMaxPositions, 2048);
   c.position = PositionEmbedding::Rotary;
-  c.rotary_base = k.get<double>("rope_theta", 10000.0);
+  c.rotary_base = k.real("rope_theta", 10000.0, positive, "a positive number");
   c.rotary_percent = 1.0;
   c.norm = Norm::RmsNorm;
-  c.norm_eps = k.get<double>("rms_norm_eps", 1e-6);
+  c.norm_eps = k.real("rms_norm_eps", 1e-6, positive, "a positive number");
   c.activation = Activation::Swiglu;
   c.tie_embeddings = k.get<bool>("tie_word_embeddings", false);
   c.linear_bias = c.qkv_bias = false;
   c.hidden_dropout = 0.0;
-  c.attention_dropout = k.get<double>("attention_dropout", 0.0);
-  c.init_std = k.get<double>("initializer_range", 0.02);
+  c.attention_dropout = k.real("attention_dropout", 0.0, probability, "a probability in [0, 1)");
+  c.init_std = k.real("initializer_range", 0.02, non_negative, "a number >= 0");
   k.neutral("hidden_act", "silu");
   k.neutral("attention_bias", false);
   k.neutral("mlp_bias", false);
@@ -239,16 +265,12 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
     m.arch = HfArch::Llama;
     m.config = llama_from(k);
   } else {
-    throw UserError(
-        fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)", where, type));
+    throw UserError(fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)",
+                                where, printable(type)));
   }
   model::GptConfig& c = m.config;
-  if (c.num_layers <= 0 || c.hidden <= 0 || c.ffn <= 0 || c.vocab <= 0 || c.max_positions <= 0) {
-    throw UserError(where +
-                    ": layers, hidden size, ffn size, vocabulary and positions must be "
-                    "positive");
-  }
   c.padded_vocab = round_up(c.vocab, kVocabMultiple);
+  checked_parameter_count(c, where);
   c.seq_length = std::min(c.max_positions, kMaxSeqLength);
   return m;
 }

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <map>
 
+#include "ckpt/model_limits.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "recipe/enum_names.hpp"
 
 namespace megatron::ckpt {
@@ -70,30 +73,37 @@ class Fields {
     return it->second;
   }
   int64_t integer(const std::string& key) const {
-    try {
-      return std::stoll(text(key));
-    } catch (const std::logic_error&) {
-      throw UserError(
-          fmt::format("checkpoint field {} = \"{}\" is not an integer", key, text(key)));
+    const std::string& t = text(key);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || end != t.data() + t.size()) {
+      throw UserError(fmt::format("checkpoint field {} = \"{}\" is not an integer", key, printable(t)));
     }
+    return v;
+  }
+  // A model size: an integer in [1, max].
+  int64_t size(const std::string& key, int64_t max) const {
+    return check_size(integer(key), max, "checkpoint", key);
   }
   double number(const std::string& key) const {
     try {
       return std::stod(text(key));
     } catch (const std::logic_error&) {
-      throw UserError(fmt::format("checkpoint field {} = \"{}\" is not a number", key, text(key)));
+      throw UserError(
+          fmt::format("checkpoint field {} = \"{}\" is not a number", key, printable(text(key))));
     }
   }
   bool flag(const std::string& key) const {
     if (text(key) == "true") return true;
     if (text(key) == "false") return false;
-    throw UserError(fmt::format("checkpoint field {} = \"{}\" is not true/false", key, text(key)));
+    throw UserError(
+        fmt::format("checkpoint field {} = \"{}\" is not true/false", key, printable(text(key))));
   }
   template <class E>
   E choice(const std::string& key) const {
     if (auto v = recipe::parse_enum<E>(text(key))) return *v;
-    throw UserError(
-        fmt::format("checkpoint field {} = \"{}\" is not a known value", key, text(key)));
+    throw UserError(fmt::format("checkpoint field {} = \"{}\" is not a known value", key,
+                                printable(text(key))));
   }
 
  private:
@@ -109,7 +119,7 @@ T recipe_value(const YAML::Node& recipe, const char* section, const char* key, T
     return node.as<T>();
   } catch (const YAML::Exception&) {
     throw UserError(fmt::format("checkpoint recipe: {}.{} = {} is not readable", section, key,
-                                YAML::Dump(node)));
+                                printable(YAML::Dump(node))));
   }
 }
 
@@ -121,22 +131,27 @@ model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded
   try {
     recipe = YAML::Load(meta.recipe);
   } catch (const YAML::Exception& e) {
-    throw UserError(std::string("checkpoint recipe is not YAML: ") + e.what());
+    throw UserError("checkpoint recipe is not YAML: " + printable(e.what()));
   }
   if (!recipe.IsMap()) recipe = YAML::Node(YAML::NodeType::Map);
   model::GptConfig c;
-  c.num_layers = f.integer("model.num_layers");
-  c.hidden = f.integer("model.hidden_size");
-  c.heads = f.integer("model.num_attention_heads");
-  c.groups = f.integer("model.num_query_groups");
-  c.head_dim = f.integer("model.kv_channels");
-  c.ffn = f.integer("model.ffn_hidden_size");
-  c.vocab = f.integer("model.vocab_size");
+  c.num_layers = f.size("model.num_layers", kMaxLayers);
+  c.hidden = f.size("model.hidden_size", kMaxHidden);
+  c.heads = f.size("model.num_attention_heads", kMaxHeads);
+  c.groups = f.size("model.num_query_groups", c.heads);
+  if (c.heads % c.groups != 0) {
+    throw UserError(fmt::format("checkpoint field model.num_query_groups = {} does not divide "
+                                "model.num_attention_heads = {}",
+                                c.groups, c.heads));
+  }
+  c.head_dim = f.size("model.kv_channels", kMaxHeadDim);
+  c.ffn = f.size("model.ffn_hidden_size", kMaxFfn);
+  c.vocab = f.size("model.vocab_size", kMaxVocab);
   c.padded_vocab = padded_vocab;
   c.position = f.choice<recipe::PositionEmbedding>("model.position_embedding");
   c.seq_length = recipe_value<int64_t>(recipe, "data", "seq_length", 0);
   if (c.position == recipe::PositionEmbedding::Learned) {
-    c.max_positions = f.integer("model.max_position_embeddings");
+    c.max_positions = f.size("model.max_position_embeddings", kMaxPositions);
   } else {
     c.rotary_percent = f.number("model.rotary_percent");
     c.rotary_base = f.number("model.rotary_base");
@@ -155,6 +170,12 @@ model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded
   c.hidden_dropout = recipe_value<double>(recipe, "model", "hidden_dropout", 0.0);
   c.attention_dropout = recipe_value<double>(recipe, "model", "attention_dropout", 0.0);
   c.init_std = recipe_value<double>(recipe, "model", "init_method_std", 0.02);
+  if (c.max_positions > kMaxPositions) {
+    throw UserError(fmt::format("checkpoint recipe: model.max_position_embeddings = {} is out of "
+                                "range: expected 1 to {}",
+                                c.max_positions, kMaxPositions));
+  }
+  checked_parameter_count(c, "checkpoint");
   return c;
 }
 

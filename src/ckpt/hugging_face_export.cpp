@@ -93,19 +93,26 @@ void export_hugging_face(const CheckpointReader& ckpt, const fs::path& out_dir,
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw RuntimeFailure("cannot create " + out_dir.string() + ": " + ec.message());
-  {
-    std::ofstream config_file(out_dir / "config.json");
-    config_file << hf_config_json(arch, config, out_dtype).dump(2) << "\n";
-    if (!config_file) throw RuntimeFailure("cannot write " + (out_dir / "config.json").string());
-  }
   std::vector<SafetensorsTensor> declared;
   for (const HfTensor& t : layout.hf) declared.push_back({t.name, out_dtype, t.shape});
-  // transformers refuses a safetensors file whose metadata does not say which framework wrote it.
-  SafetensorsWriter writer(out_dir / "model.safetensors", declared, {{"format", "pt"}});
-  for (size_t i = 0; i < layout.hf.size(); ++i) {
-    writer.append(assemble(ckpt, layout.hf[i], by_hf[i], out_dtype));
+  {
+    // transformers refuses a safetensors file whose metadata does not say which framework wrote
+    // it. The writer removes its file unless finished.
+    SafetensorsWriter writer(out_dir / "model.safetensors", declared, {{"format", "pt"}});
+    for (size_t i = 0; i < layout.hf.size(); ++i) {
+      writer.append(assemble(ckpt, layout.hf[i], by_hf[i], out_dtype));
+    }
+    writer.finish();
   }
-  writer.finish();
+  // config.json last: a directory with one is a whole model, and a failure leaves neither file.
+  std::ofstream config_file(out_dir / "config.json");
+  config_file << hf_config_json(arch, config, out_dtype).dump(2) << "\n";
+  if (!config_file.flush()) {
+    config_file.close();
+    fs::remove(out_dir / "config.json", ec);
+    fs::remove(out_dir / "model.safetensors", ec);
+    throw RuntimeFailure("cannot write " + (out_dir / "config.json").string());
+  }
 }
 
 }  // namespace megatron::ckpt

@@ -13,19 +13,30 @@
 #include "ckpt/raw_elements.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace megatron::ckpt {
 namespace fs = std::filesystem;
 
 namespace {
 
+// config.json and the shard index are a few kilobytes; a file far larger is not one of them.
+constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t(64) << 20;
+
+// Duplicate keys keep the last value, as Python's json (what transformers reads with) does.
 nlohmann::json read_json(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw UserError("cannot read " + path.string() + ": no such file");
+  if (const std::uintmax_t size = fs::file_size(path, ec); !ec && size > kMaxJsonBytes) {
+    throw UserError(fmt::format("{}: {} bytes is too large for a Hugging Face JSON file (at most {})",
+                                path.string(), size, kMaxJsonBytes));
+  }
   std::ifstream in(path);
   if (!in) throw UserError("cannot read " + path.string());
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
+    throw UserError(fmt::format("{}: not valid JSON: {}", path.string(), printable(e.what(), 200)));
   }
 }
 
@@ -79,8 +90,13 @@ void HuggingFaceSource::open_files(const fs::path& dir) {
       throw UserError(index.string() + ": no weight_map");
     }
     std::set<std::string> unique;
-    for (const auto& [tensor, file] : j["weight_map"].items())
+    for (const auto& [tensor, file] : j["weight_map"].items()) {
+      if (!file.is_string()) {
+        throw UserError(fmt::format("{}: weight_map[\"{}\"] = {}: expected a file name", index.string(),
+                                    printable(tensor), printable(file.dump())));
+      }
       unique.insert(file.get<std::string>());
+    }
     names.assign(unique.begin(), unique.end());
   } else if (fs::exists(dir / "model.safetensors")) {
     names.push_back("model.safetensors");
@@ -91,8 +107,13 @@ void HuggingFaceSource::open_files(const fs::path& dir) {
         dir.string()));
   }
   for (const std::string& name : names) {
-    if (name.find('/') != std::string::npos)
-      throw UserError(index.string() + ": bad file name " + name);
+    // A file of this directory, never a path out of it.
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos) {
+      throw UserError(fmt::format("{}: weight_map names the file \"{}\"; expected a file name in "
+                                  "{} (no directories)",
+                                  index.string(), printable(name), dir.string()));
+    }
     files_.push_back(std::make_unique<SafetensorsFile>(dir / name));
   }
 }
@@ -114,13 +135,15 @@ void HuggingFaceSource::locate_tensors() {
     }
     const SafetensorsEntry& e = *it->second.entry;
     if (e.shape != t.shape) {
-      throw UserError(fmt::format("{}: {} has shape [{}], config.json makes it [{}]",
-                                  it->second.file->path().string(), e.name,
+      throw UserError(fmt::format("{}: {} has shape [{}], config.json makes it [{}]; the "
+                                  "config.json does not describe these weights",
+                                  it->second.file->path().string(), printable(e.name),
                                   fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
     }
     if (!e.dtype) {
       throw UserError(fmt::format("{}: {} is {}; weights must be F32, BF16 or F16",
-                                  it->second.file->path().string(), e.name, e.dtype_name));
+                                  it->second.file->path().string(), printable(e.name),
+                                  printable(e.dtype_name)));
     }
     located_.push_back(it->second);
     used.insert(name);
@@ -131,7 +154,7 @@ void HuggingFaceSource::locate_tensors() {
     if (config_.tie_embeddings && name == "lm_head.weight") continue;
     throw UserError(fmt::format(
         "{}: tensor {} has no place in a {} with this config.json (a feature the engine lacks?)",
-        where.file->path().string(), name, architecture_name(layout_.arch)));
+        where.file->path().string(), printable(name), architecture_name(layout_.arch)));
   }
 }
 

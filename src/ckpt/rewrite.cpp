@@ -6,8 +6,10 @@
 
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/directory.hpp"
+#include "ckpt/model_limits.hpp"
 #include "ckpt/raw_elements.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace megatron::ckpt {
 namespace fs = std::filesystem;
@@ -21,11 +23,59 @@ int64_t layer_of(const std::string& name) {
   int64_t layer = 0;
   bool digits = false;
   while (end < name.size() && name[end] >= '0' && name[end] <= '9') {
-    layer = layer * 10 + (name[end++] - '0');
+    layer = std::min<int64_t>(layer * 10 + (name[end++] - '0'), kMaxLayers);  // no overflow
     digits = true;
   }
   return digits ? layer : -1;
 }
+
+// What to write: (kind, source tensor to read, output dtype).
+struct Job {
+  std::string kind;
+  const TensorInfo* from;
+  tensor::DType dtype;
+};
+
+// Every rank file of the target layout, then the index, into `staging`.
+void write_staged(const TensorSource& source, const CheckpointMeta& meta, const RewriteTarget& target,
+                  const std::vector<Job>& jobs, const std::vector<int64_t>& layer_stage,
+                  const fs::path& staging, const RewriteProgress& progress) {
+  const int64_t total = int64_t(jobs.size()) * target.tensor;  // one shard per job and tp rank
+  int64_t done = 0;
+  for (int64_t pp = 0; pp < target.pipeline; ++pp) {
+    for (int64_t tp = 0; tp < target.tensor; ++tp) {
+      // Megatron's rank order (tensor fastest; data parallel 1).
+      const int rank = int(tp + target.tensor * pp);
+      RankFileWriter writer(staging, rank);
+      for (const Job& job : jobs) {
+        const TensorInfo& t = *job.from;
+        if (stage_of(t.name, layer_stage, target.pipeline) != pp) continue;
+        if (t.split == Split::None && tp != 0) continue;
+        const ShardLayout layout{.global_shape = t.shape, .split = t.split, .parts = t.parts,
+                                 .tp_rank = tp, .tp_size = target.tensor};
+        if (t.split != Split::None) {
+          const int64_t dim = t.split == Split::Rows ? t.shape[0] / t.parts : t.shape.at(1);
+          if (dim % target.tensor != 0) {
+            throw UserError(fmt::format("{}/{} ({} {}) does not divide across {} tensor-parallel "
+                                        "ranks; choose a --tp that divides it",
+                                        t.kind, printable(t.name), dim,
+                                        t.split == Split::Rows ? "rows" : "columns", target.tensor));
+          }
+        }
+        const std::vector<Box> boxes = shard_boxes(layout);
+        std::vector<std::byte> raw(size_t(total_numel(boxes)) * tensor::size_of(t.dtype));
+        source.read_raw(t, boxes, raw, t.kind != kModel && t.kind != kMaster);
+        Piece piece{.kind = job.kind, .name = t.name, .layout = layout, .dtype = job.dtype};
+        piece.bytes = job.dtype == t.dtype ? std::move(raw) : convert_elements(raw, t.dtype, job.dtype);
+        writer.add(piece);
+        if (progress) progress(++done, total);
+      }
+      writer.finish();
+    }
+  }
+  write_index(staging, meta);
+}
+
 
 }  // namespace
 
@@ -34,8 +84,8 @@ int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stag
   const int64_t layer = layer_of(name);
   if (layer < 0) return stages - 1;  // the final norm and the output layer
   if (size_t(layer) >= layer_stage.size()) {
-    throw UserError(fmt::format("tensor {} belongs to layer {}, but the model has {} layers", name,
-                                layer, layer_stage.size()));
+    throw UserError(fmt::format("tensor {} belongs to layer {}, but the model has {} layers",
+                                printable(name), layer, layer_stage.size()));
   }
   return layer_stage[size_t(layer)];
 }
@@ -48,7 +98,13 @@ fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
   int64_t layers = 0;
   for (const TensorInfo& t : source.tensors()) {
     by_key[{t.kind, t.name}] = &t;
-    layers = std::max(layers, layer_of(t.name) + 1);
+    const int64_t layer = layer_of(t.name);
+    if (layer >= kMaxLayers) {
+      throw UserError(fmt::format("tensor {} names layer {} or more, past the {} layers a model may "
+                                  "have (damaged checkpoint?)",
+                                  printable(t.name), kMaxLayers, kMaxLayers));
+    }
+    layers = std::max(layers, layer + 1);
   }
   std::vector<int64_t> layer_stage = target.layer_stage;
   if (layer_stage.empty()) {
@@ -65,12 +121,6 @@ fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
   }();
   const tensor::DType dtype = target.dtype.value_or(source_dtype);
 
-  // What to write: (kind, source tensor to read, output dtype).
-  struct Job {
-    std::string kind;
-    const TensorInfo* from;
-    tensor::DType dtype;
-  };
   std::vector<Job> jobs;
   for (const TensorInfo& t : source.tensors()) {
     if (t.kind == kMaster) continue;  // below, with the weights
@@ -96,41 +146,12 @@ fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
   if (ec) throw RuntimeFailure("cannot create " + staging.string() + ": " + ec.message());
-
-  const int64_t total = int64_t(jobs.size()) * target.tensor;  // one shard per job and tp rank
-  int64_t done = 0;
-  for (int64_t pp = 0; pp < target.pipeline; ++pp) {
-    for (int64_t tp = 0; tp < target.tensor; ++tp) {
-      // Megatron's rank order (tensor fastest; data parallel 1).
-      const int rank = int(tp + target.tensor * pp);
-      RankFileWriter writer(staging, rank);
-      for (const Job& job : jobs) {
-        const TensorInfo& t = *job.from;
-        if (stage_of(t.name, layer_stage, target.pipeline) != pp) continue;
-        if (t.split == Split::None && tp != 0) continue;
-        const ShardLayout layout{.global_shape = t.shape, .split = t.split, .parts = t.parts,
-                                 .tp_rank = tp, .tp_size = target.tensor};
-        if (t.split != Split::None) {
-          const int64_t dim = t.split == Split::Rows ? t.shape[0] / t.parts : t.shape.at(1);
-          if (dim % target.tensor != 0) {
-            throw UserError(fmt::format("{}/{} ({} {}) does not divide across {} tensor-parallel "
-                                        "ranks; choose a --tp that divides it",
-                                        t.kind, t.name, dim,
-                                        t.split == Split::Rows ? "rows" : "columns", target.tensor));
-          }
-        }
-        const std::vector<Box> boxes = shard_boxes(layout);
-        std::vector<std::byte> raw(size_t(total_numel(boxes)) * tensor::size_of(t.dtype));
-        source.read_raw(t, boxes, raw, t.kind != kModel && t.kind != kMaster);
-        Piece piece{.kind = job.kind, .name = t.name, .layout = layout, .dtype = job.dtype};
-        piece.bytes = job.dtype == t.dtype ? std::move(raw) : convert_elements(raw, t.dtype, job.dtype);
-        writer.add(piece);
-        if (progress) progress(++done, total);
-      }
-      writer.finish();
-    }
+  try {
+    write_staged(source, meta, target, jobs, layer_stage, staging, progress);
+  } catch (...) {
+    fs::remove_all(staging, ec);  // a failed rewrite leaves nothing behind
+    throw;
   }
-  write_index(staging, meta);
   return publish(save, meta.state.iteration);
 }
 

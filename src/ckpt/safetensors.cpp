@@ -4,12 +4,18 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <utility>  // std::in_range, which core/checked.hpp uses
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace megatron::ckpt {
 namespace fs = std::filesystem;
@@ -67,22 +73,36 @@ std::string safetensors_dtype_name(tensor::DType dtype) {
 
 int64_t SafetensorsEntry::numel() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) n = checked_mul(n, d, "safetensors tensor " + printable(name) + ": elements");
   return n;
 }
+
+namespace {
+
+// A JSON integer that fits int64 (not 1.5, not 1e30, not 2^64 - 1), else nullopt.
+std::optional<int64_t> json_int64(const nlohmann::json& v) {
+  if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) return std::nullopt;
+  return v.get<int64_t>();
+}
+
+}  // namespace
 
 SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw UserError("cannot open " + path_.string() + ": " + errno_text());
-  const auto size = int64_t(fs::file_size(path_));
   const auto bad = [&](const std::string& why) {
     return UserError(fmt::format("{}: not a valid safetensors file: {}", path_.string(), why));
   };
+  struct stat st{};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) throw bad("not a regular file");
+  const auto size = int64_t(st.st_size);
   unsigned char size_bytes[8];
   if (size < 8 || ::pread(fd_, size_bytes, 8, 0) != 8)
     throw bad("shorter than its 8-byte header size");
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | size_bytes[i];
+  // Compared as unsigned before any arithmetic: a header size near 2^64 must not wrap.
   if (header_size > uint64_t(std::min(kMaxHeader, size - 8))) {
     throw bad(
         fmt::format("header size {} does not fit in the file of {} bytes", header_size, size));
@@ -90,42 +110,87 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
   std::string text(header_size, '\0');
   if (::pread(fd_, text.data(), header_size, 8) != ssize_t(header_size)) throw bad("short header");
   data_start_ = 8 + int64_t(header_size);
+  // A tensor named twice leaves which bytes are its weights ambiguous (the reference reader
+  // rejects the byte range left behind); refuse it rather than keep one silently.
+  std::set<std::string> names;
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t note_keys = [&](int depth, nlohmann::json::parse_event_t event,
+                                                          nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && duplicate.empty() &&
+        !names.insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
+    header = nlohmann::json::parse(text, note_keys);
   } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("header is not JSON: ") + e.what());
+    throw bad("header is not JSON: " + printable(e.what(), 200));
   }
   if (!header.is_object()) throw bad("header is not a JSON object");
+  if (!duplicate.empty()) throw bad("tensor \"" + printable(duplicate) + "\" appears twice in the header");
   const int64_t data_size = size - data_start_;
-  try {
-    for (const auto& [name, value] : header.items()) {
-      if (name == "__metadata__") {
-        for (const auto& [k, v] : value.items()) metadata_[k] = v.get<std::string>();
-        continue;
+  for (const auto& [key, value] : header.items()) {
+    const std::string name = printable(key);
+    if (key == "__metadata__") {
+      if (!value.is_object()) throw bad("__metadata__ is not an object of strings");
+      for (const auto& [k, v] : value.items()) {
+        if (!v.is_string()) throw bad("__metadata__ value of \"" + printable(k) + "\" is not a string");
+        metadata_[k] = v.get<std::string>();
       }
-      SafetensorsEntry e{.name = name, .dtype_name = value.at("dtype").get<std::string>()};
-      e.dtype = dtype_from_safetensors(e.dtype_name);
-      e.shape = value.at("shape").get<std::vector<int64_t>>();
-      const auto offsets = value.at("data_offsets").get<std::vector<int64_t>>();
-      if (offsets.size() != 2) throw bad(name + ": data_offsets must be [begin, end]");
-      e.begin = offsets[0];
-      e.end = offsets[1];
-      const int64_t elem = element_size(e.dtype_name);
-      if (elem == 0) throw bad(name + ": unknown dtype " + e.dtype_name);
-      if (e.begin < 0 || e.end < e.begin || e.end > data_size) {
-        throw bad(fmt::format("{}: bytes [{}, {}) lie outside the {} data bytes", name, e.begin,
-                              e.end, data_size));
-      }
-      if (std::any_of(e.shape.begin(), e.shape.end(), [](int64_t d) { return d < 0; }) ||
-          e.end - e.begin != e.numel() * elem) {
-        throw bad(fmt::format("{}: {} bytes for {} elements of {}", name, e.end - e.begin,
-                              e.numel(), e.dtype_name));
-      }
-      entries_.push_back(std::move(e));
+      continue;
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("header: ") + e.what());
+    if (!value.is_object() || !value.contains("dtype") || !value["dtype"].is_string() ||
+        !value.contains("shape") || !value["shape"].is_array() || !value.contains("data_offsets") ||
+        !value["data_offsets"].is_array()) {
+      throw bad(name + ": expected {\"dtype\": string, \"shape\": [...], \"data_offsets\": [begin, end]}");
+    }
+    SafetensorsEntry e{.name = key, .dtype_name = value["dtype"].get<std::string>()};
+    e.dtype = dtype_from_safetensors(e.dtype_name);
+    const int64_t elem = element_size(e.dtype_name);
+    if (elem == 0) throw bad(name + ": unknown dtype " + printable(e.dtype_name));
+    for (const nlohmann::json& d : value["shape"]) {
+      const std::optional<int64_t> dim = json_int64(d);
+      if (!dim || *dim < 0) throw bad(name + ": shape " + printable(value["shape"].dump()) + " is not a list of sizes");
+      e.shape.push_back(*dim);
+    }
+    const nlohmann::json& offsets = value["data_offsets"];
+    const std::optional<int64_t> begin = offsets.size() == 2 ? json_int64(offsets[0]) : std::nullopt;
+    const std::optional<int64_t> end = offsets.size() == 2 ? json_int64(offsets[1]) : std::nullopt;
+    if (!begin || !end) throw bad(name + ": data_offsets must be [begin, end]");
+    e.begin = *begin;
+    e.end = *end;
+    if (e.begin < 0 || e.end < e.begin || e.end > data_size) {
+      throw bad(fmt::format("{}: bytes [{}, {}) lie outside the {} data bytes", name, e.begin,
+                            e.end, data_size));
+    }
+    int64_t bytes = 0;
+    try {
+      bytes = checked_mul(e.numel(), elem, name + ": bytes");
+    } catch (const UserError& overflow) {
+      throw bad(overflow.what());
+    }
+    if (e.end - e.begin != bytes) {
+      throw bad(fmt::format("{}: {} bytes for {} elements of {}", name, e.end - e.begin,
+                            e.numel(), e.dtype_name));
+    }
+    entries_.push_back(std::move(e));
+  }
+  // Each byte belongs to one tensor at most: sorted by begin, each starts at or after the end of
+  // the one before. (Gaps are harmless and left alone.)
+  std::vector<const SafetensorsEntry*> by_begin;
+  for (const SafetensorsEntry& e : entries_) by_begin.push_back(&e);
+  std::sort(by_begin.begin(), by_begin.end(), [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  for (size_t i = 1; i < by_begin.size(); ++i) {
+    const SafetensorsEntry& a = *by_begin[i - 1];
+    const SafetensorsEntry& b = *by_begin[i];
+    if (b.begin < a.end) {
+      throw bad(fmt::format("{} (bytes [{}, {})) overlaps {} (bytes [{}, {}))", printable(b.name),
+                            b.begin, b.end, printable(a.name), a.begin, a.end));
+    }
   }
 }
 

@@ -2,18 +2,24 @@
 // Face); `megatron ckpt inspect` and `ckpt verify`: what a checkpoint holds, and whether it is whole.
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/limits.hpp"
 #include "cli/progress_line.hpp"
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "tensor/tensor.hpp"
 
 namespace megatron::cli {
@@ -38,6 +44,41 @@ fs::path checkpoint_at(const std::string& path) {
   return *dir;
 }
 
+// The directory --save names, made ready before any work: created when missing, and probed by
+// making (and removing) a directory in it, since permissions alone do not tell (root, /proc,
+// read-only mounts). UserError naming the path the user gave. Returns the directories it
+// created, deepest first, for remove_created() after a failure.
+std::vector<fs::path> prepare_output_dir(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  std::vector<fs::path> created;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec) && p != p.parent_path();
+       p = p.parent_path()) {
+    created.push_back(p);
+  }
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UserError(fmt::format("{} {}: cannot create this directory ({}); choose a writable "
+                                "location",
+                                flag, dir, ec ? ec.message() : "a file is in the way"));
+  }
+  std::string probe = (fs::path(dir) / ".megatron-probe-XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr) {
+    const std::string why = std::strerror(errno);
+    for (const fs::path& p : created) fs::remove(p, ec);
+    throw UserError(fmt::format("{} {}: cannot write into this directory ({}); choose a writable "
+                                "directory",
+                                flag, dir, why));
+  }
+  fs::remove(probe, ec);
+  return created;
+}
+
+// Removes the directories prepare_output_dir created, where a failure left them empty.
+void remove_created(const std::vector<fs::path>& created) {
+  std::error_code ec;
+  for (const fs::path& p : created) fs::remove(p, ec);  // never removes a non-empty directory
+}
+
 struct ConvertArgs {
   std::string load, save, dtype;
   std::string to, from;  // "hf" or empty
@@ -56,7 +97,13 @@ void export_hf(const ConvertArgs& a, std::optional<tensor::DType> dtype) {
   }
   const auto start = std::chrono::steady_clock::now();
   ckpt::CheckpointReader reader(dir);
-  ckpt::export_hugging_face(reader, a.save, dtype);
+  const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
+  try {
+    ckpt::export_hugging_face(reader, a.save, dtype);
+  } catch (...) {
+    remove_created(created);
+    throw;
+  }
   std::cout << fmt::format("wrote {} (config.json, model.safetensors) from {} in {:.1f} s\n", a.save,
                            dir.string(),
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -89,7 +136,13 @@ void convert(const ConvertArgs& a) {
                              .dtype = dtype};
   for (const char* key : {"model.num_attention_heads", "model.num_query_groups"}) {
     const std::string v = ckpt::model_field(meta, key).value_or("");
-    if (!v.empty() && std::stoll(v) % target.tensor != 0) {
+    int64_t n = 0;
+    if (!v.empty() && (std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc() || n < 1)) {
+      throw UserError(fmt::format("{}: the checkpoint's {} is '{}', not a positive integer (damaged "
+                                  "checkpoint?)",
+                                  dir.string(), key, printable(v)));
+    }
+    if (!v.empty() && n % target.tensor != 0) {
       throw UserError(fmt::format("--tp {}: the model's {} ({}) is not divisible by it", target.tensor,
                                   key, v));
     }
@@ -103,8 +156,7 @@ void convert(const ConvertArgs& a) {
   if (fs::weakly_canonical(dir, ec) == fs::weakly_canonical(out, ec)) {
     throw UserError("--save " + a.save + " would overwrite the checkpoint being read");
   }
-  fs::create_directories(a.save, ec);
-  if (ec) throw UserError("cannot create " + a.save + ": " + ec.message());
+  const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
 
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -122,10 +174,20 @@ void convert(const ConvertArgs& a) {
            s, done == total);
     };
   }
-  const fs::path written = ckpt::rewrite_checkpoint(*source, meta, target, a.save, progress);
+  fs::path written;
+  try {
+    written = ckpt::rewrite_checkpoint(*source, meta, target, a.save, progress);
+  } catch (...) {
+    remove_created(created);  // rewrite_checkpoint removed its staging directory
+    throw;
+  }
   if (a.from == "hf") {
     // A recipe for the imported model, to train or fine-tune it from the checkpoint.
-    std::ofstream(fs::path(a.save) / "recipe.yaml") << meta.recipe;
+    const fs::path recipe = fs::path(a.save) / "recipe.yaml";
+    if (!(std::ofstream(recipe) << meta.recipe)) {
+      throw RuntimeFailure("cannot write " + recipe.string() + " (the checkpoint " +
+                           written.string() + " is complete)");
+    }
     std::cout << fmt::format("recipe for this model: {}; train it with megatron run {} "
                              "checkpoint.load={}\n",
                              (fs::path(a.save) / "recipe.yaml").string(),
@@ -200,9 +262,9 @@ void add_checkpoint_commands(CLI::App& app, Actions& actions) {
                   "Hugging Face model directory")
       ->required();
   cmd->add_option("--tp", args->tp, "Tensor-parallel size to write for (default: the source's)")
-      ->check(CLI::PositiveNumber);
+      ->check(like_key("parallel.tensor"));
   cmd->add_option("--pp", args->pp, "Pipeline-parallel size to write for (default: the source's)")
-      ->check(CLI::PositiveNumber);
+      ->check(like_key("parallel.pipeline"));
   cmd->add_option("--dtype", args->dtype, "Model weights' dtype: f32, bf16 or f16 (default: the "
                                           "source's); 16-bit weights keep f32 masters");
   cmd->add_option("--to", args->to, "hf: write a Hugging Face model directory (config.json, "

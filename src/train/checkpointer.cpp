@@ -12,6 +12,7 @@
 #include "ckpt/model_fields.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "tensor/tensor.hpp"
 #include "dist/fault_injection.hpp"
 #include "parallel/scalar_reduce.hpp"
@@ -284,7 +285,8 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
         throw UserError(fmt::format("{}: the checkpoint's {} is {} but the recipe's is {}: load it "
                                     "with the model it was trained with (megatron ckpt inspect {} "
                                     "shows it)",
-                                    dir->string(), key, theirs, value, dir->string()));
+                                    dir->string(), printable(key), printable(theirs), value,
+                                    dir->string()));
       }
     }
   } catch (const std::exception& e) {

@@ -125,7 +125,9 @@ TEST(CheckpointFiles, SixteenBitTensorsKeepTheirBits) {
   for (tensor::DType dtype : {tensor::DType::Bf16, tensor::DType::F16}) {
     write_rank_file(dir.path(), 0, {Piece{.kind = kModel, .name = "x", .layout = {.global_shape = {10}},
                                           .dtype = dtype, .bytes = raw}});
-    write_index(dir.path(), meta_for(1, 1));
+    CheckpointMeta meta = meta_for(1, 1);
+    meta.dtype = std::string(tensor::name(dtype));
+    write_index(dir.path(), meta);
     CheckpointReader reader(dir.path());
     EXPECT_EQ(reader.tensors()[0].dtype, dtype);
     std::vector<std::byte> back(raw.size());

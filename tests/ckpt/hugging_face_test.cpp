@@ -442,5 +442,98 @@ TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"model.layers.1.", "has no place"});
 }
 
+// A Llama export of the tiny model, and a way to rewrite its config.json key by key.
+struct HfConfig : ::testing::Test {
+  void SetUp() override {
+    checkpoint_and_export(src, c, DType::F32, dir.path());
+    original = config_json(hf());
+  }
+  fs::path hf() const { return dir.path() / "hf"; }
+  void with(const std::string& key, const nlohmann::json& value) const {
+    nlohmann::json j = original;
+    j[key] = value;
+    std::ofstream(hf() / "config.json") << j.dump();
+  }
+  void expect_refused(const std::vector<std::string>& words) const {
+    expect_user_error([&] { HuggingFaceSource s(hf()); }, words);
+  }
+  test_support::TempDir dir;
+  const model::GptConfig c = test_support::hf_tiny_llama();
+  const MemorySource src{c, DType::F32};
+  nlohmann::json original;
+};
+
+TEST_F(HfConfig, ABillionLayersIsRefusedBeforeAnythingIsSizedFromIt) {
+  with("num_hidden_layers", 1000000000);
+  expect_refused({"config.json: num_hidden_layers = 1000000000 is out of range: expected 1 to 10000"});
+}
+
+TEST_F(HfConfig, EverySizeIsCheckedAgainstItsLimit) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"hidden_size", int64_t(1) << 40},
+                                                    {"num_attention_heads", 0},
+                                                    {"num_key_value_heads", 7},
+                                                    {"head_dim", -4},
+                                                    {"intermediate_size", int64_t(1) << 23},
+                                                    {"vocab_size", -3},
+                                                    {"max_position_embeddings", int64_t(1) << 30}}) {
+    SCOPED_TRACE(key);
+    with(key, value);
+    expect_refused({"config.json: " + key + " = " + std::to_string(value) + " is out of range"});
+  }
+}
+
+TEST_F(HfConfig, SizesThatAreNotIntegersAreRefused) {
+  with("hidden_size", 24.0);
+  expect_refused({"config.json: hidden_size = 24.0: expected an integer from 1 to 1048576"});
+  with("vocab_size", nlohmann::json::number_unsigned_t(18446744073709551615ull));
+  expect_refused({"vocab_size = 18446744073709551615: expected an integer"});
+}
+
+TEST_F(HfConfig, SizesEachInRangeButTooLargeTogetherAreRefused) {
+  nlohmann::json j = original;
+  j["hidden_size"] = int64_t(1) << 20;
+  j["intermediate_size"] = int64_t(1) << 22;
+  j["num_hidden_layers"] = 10000;
+  std::ofstream(hf() / "config.json") << j.dump();
+  expect_refused({"config.json: these sizes make a model of", "parameters, more than the"});
+}
+
+TEST_F(HfConfig, RealNumbersOutsideTheirRangeAreRefused) {
+  with("rms_norm_eps", -1.0);
+  expect_refused({"config.json: rms_norm_eps = -1.0: expected a positive number"});
+  with("attention_dropout", 1.5);
+  expect_refused({"attention_dropout = 1.5: expected a probability in [0, 1)"});
+}
+
+TEST_F(HfConfig, ADuplicateKeyKeepsTheLastValueAsPythonsJsonDoes) {
+  std::string text = original.dump();
+  text.insert(1, "\"num_hidden_layers\": 1000000000, ");  // the real value comes after
+  std::ofstream(hf() / "config.json") << text;
+  EXPECT_EQ(HuggingFaceSource(hf()).config().num_layers, c.num_layers);
+}
+
+TEST_F(HfConfig, AShardIndexNamingAFileOutsideTheDirectoryIsRefused) {
+  std::ofstream(hf() / "model.safetensors.index.json")
+      << R"({"weight_map": {"lm_head.weight": "../model.safetensors"}})";
+  expect_refused({"weight_map names the file \"../model.safetensors\"", "no directories"});
+  std::ofstream(hf() / "model.safetensors.index.json") << R"({"weight_map": {"lm_head.weight": 3}})";
+  expect_refused({"weight_map[\"lm_head.weight\"] = 3: expected a file name"});
+}
+
+TEST(HuggingFaceExport, ACheckpointsModelFieldsAreCheckedAgainstTheSameLimits) {
+  const model::GptConfig c = test_support::hf_tiny_llama();
+  CheckpointMeta meta = test_support::hf_meta(c, DType::F32);
+  for (auto& [key, value] : meta.model)
+    if (key == "model.num_layers") value = "1000000000";
+  expect_user_error([&] { gpt_config_from_meta(meta, 128); },
+                    {"checkpoint: model.num_layers = 1000000000 is out of range"});
+  for (auto& [key, value] : meta.model)
+    if (key == "model.num_layers") value = "2";
+    else if (key == "model.num_query_groups") value = "0";
+  expect_user_error([&] { gpt_config_from_meta(meta, 128); },
+                    {"model.num_query_groups = 0 is out of range"});
+}
+
 }  // namespace
 }  // namespace megatron::ckpt

@@ -114,6 +114,57 @@ TEST(Safetensors, MalformedFilesAreUserErrorsThatSayWhy) {
   expect_bad(test_support::little_endian<uint64_t>({json.size()}) + json, "not JSON");
 }
 
+std::string with_header(const std::string& json, const std::string& data = "") {
+  return test_support::little_endian<uint64_t>({json.size()}) + json + data;
+}
+
+TEST(Safetensors, AHeaderSizeNearTwoToThe64DoesNotWrapAround) {
+  expect_bad(test_support::little_endian<uint64_t>({0xFFFFFFFFFFFFFFF8ull}) + "{}", "does not fit");
+}
+
+TEST(Safetensors, AShapeWhoseElementCountOverflowsIsRefused) {
+  expect_bad(with_header(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,0]}})"),
+             "overflows");
+}
+
+TEST(Safetensors, FractionalOrOutOfRangeNumbersAreRefused) {
+  expect_bad(with_header(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "1234"),
+             "is not a list of sizes");
+  expect_bad(with_header(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551615]}})",
+                         "1234"),
+             "data_offsets must be [begin, end]");
+}
+
+TEST(Safetensors, ATensorNamedTwiceIsRefused) {
+  expect_bad(with_header(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                         R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                         "12345678"),
+             "tensor \"w\" appears twice in the header");
+}
+
+TEST(Safetensors, OverlappingTensorsAreRefused) {
+  expect_bad(with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                         R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                         "12345678"),
+             "b (bytes [4, 8)) overlaps a (bytes [0, 8))");
+}
+
+TEST(Safetensors, BinaryBytesFromTheHeaderAreEscapedInTheError) {
+  // JSON escapes decode to raw control bytes in the name and the dtype.
+  expect_bad(with_header(R"({"w\u0001":{"dtype":"F\u007f","shape":[1],"data_offsets":[0,4]}})", "1234"),
+             "w\\x01: unknown dtype F\\x7f");
+}
+
+TEST(Safetensors, ADirectoryIsNotASafetensorsFile) {
+  test_support::TempDir dir;
+  try {
+    SafetensorsFile f(dir.path());
+    ADD_FAILURE() << "accepted a directory";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Safetensors, AWriterLeavesNoFileUnlessEveryByteCame) {
   test_support::TempDir dir;
   const auto path = dir.path() / "short.safetensors";

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "../ckpt/checkpoint_tamper.hpp"
 #include "ckpt/checkpoint_reader.hpp"
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
@@ -313,6 +314,38 @@ TEST_F(Damaged, AnotherModelNamesTheFirstDifferingField) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the checkpoint's model.num_layers is 8 but the recipe's is 4"),
             std::string::npos) << r.err;
+}
+
+TEST_F(Damaged, APieceShorterThanTheIndexMapsIsRefusedByVerifyLoadingAndConvert) {
+  // Its CRC matches its 5 elements: only the geometry check can find it.
+  test_support::shorten_piece(rank_file, "/model/decoder.final_layernorm.weight", 5);
+  const std::string words = "rank_00000.h5: tensor /model/decoder.final_layernorm.weight holds 5 "
+                            "elements, but the index maps elements [0, 32) of it";
+  const CommandResult verify = run_megatron("ckpt verify " + save.path().string());
+  EXPECT_EQ(verify.exit_code, 2) << verify.err;
+  EXPECT_NE(verify.err.find(words), std::string::npos) << verify.err;
+  const CommandResult loaded = load();
+  EXPECT_EQ(loaded.exit_code, 2) << loaded.err;
+  EXPECT_NE(loaded.err.find(words), std::string::npos) << loaded.err;
+  test_support::TempDir out;
+  const CommandResult converted = run_megatron("convert --quiet --load " + save.path().string() +
+                                               " --save " + (out.path() / "new" / "dir").string());
+  EXPECT_EQ(converted.exit_code, 2) << converted.err;
+  EXPECT_NE(converted.err.find(words), std::string::npos) << converted.err;
+  EXPECT_FALSE(fs::exists(out.path() / "new")) << "a failed convert leaves nothing behind";
+}
+
+TEST_F(Damaged, UnwritableConvertOutputsNameThePathGivenAndExit2) {
+  const CommandResult into_proc = run_megatron("convert --quiet --load " + save.path().string() +
+                                               " --save /proc");
+  EXPECT_EQ(into_proc.exit_code, 2) << into_proc.err;
+  EXPECT_NE(into_proc.err.find("megatron: error: --save /proc: cannot write into this directory"),
+            std::string::npos) << into_proc.err;
+  const CommandResult hf = run_megatron("convert --to hf --load " + save.path().string() +
+                                        " --save /proc/x");
+  EXPECT_EQ(hf.exit_code, 2) << hf.err;
+  EXPECT_NE(hf.err.find("megatron: error: --save /proc/x: cannot create this directory"),
+            std::string::npos) << hf.err;
 }
 
 TEST(Checkpoint, AnUnwritableSaveDirectoryIsRefusedBeforeTraining) {
