@@ -2,11 +2,13 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/limits.hpp"
 #include "core/error.hpp"
 #include "plan/hardware.hpp"
 #include "plan/plan.hpp"
 #include "plan/report.hpp"
 #include "recipe/compile.hpp"
+#include "recipe/schema.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -54,11 +56,13 @@ void add_plan_command(CLI::App& app, Actions& actions) {
               "FLOPs, communication, predicted step time");
   cmd->add_option("recipe", args->file, "Recipe YAML file")->required();
   cmd->add_option("overrides", args->overrides, "section.key=value overrides");
+  // Validators run on the text before CLI11 converts it, so a number past int64 is refused
+  // here too instead of wrapping.
   cmd->add_option("--nodes", args->nodes, "Nodes (overrides cluster.nodes)")
-      ->check(CLI::PositiveNumber);
+      ->check(like_key("cluster.nodes"));
   cmd->add_option("--gpus-per-node", args->gpus_per_node,
                   "GPUs per node (overrides cluster.gpus_per_node)")
-      ->check(CLI::PositiveNumber);
+      ->check(like_key("cluster.gpus_per_node"));
   cmd->add_option("--hardware", args->hardware,
                   "Hardware profile: a100-80gb, h100-sxm, h200 or cpu (overrides "
                   "cluster.hardware)");

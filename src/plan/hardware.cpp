@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace megatron::plan {
 namespace {
@@ -121,7 +122,7 @@ const HardwareProfile& find_hardware(std::string_view name) {
   std::string aliases;
   for (const auto& [alias, target] : kAliases)
     aliases += (aliases.empty() ? "" : ", ") + std::string(alias) + " = " + std::string(target);
-  throw UserError("unknown hardware '" + std::string(name) + "'; known profiles: " + known +
+  throw UserError("unknown hardware '" + printable(name) + "'; known profiles: " + known +
                   " (aliases: " + aliases + ")");
 }
 

@@ -5,6 +5,11 @@
 namespace megatron::plan {
 namespace {
 
+// Products of recipe sizes; an overflow is a UserError that make_plan points at the recipe.
+int64_t mul(int64_t a, int64_t b) { return checked_mul(a, b, kParameterCount); }
+int64_t mul(int64_t a, int64_t b, int64_t c) { return mul(mul(a, b), c); }
+int64_t add(int64_t a, int64_t b) { return checked_add(a, b, kParameterCount); }
+
 // Split across tensor-parallel ranks (column-parallel weights and biases, vocab rows).
 Count split(const ModelShape& x, int64_t n) { return {n, n / x.t}; }
 // Held whole by every tensor-parallel rank (norms, row-parallel biases, position embeddings).
@@ -14,11 +19,11 @@ Count norm(const ModelShape& x) { return replicated(x.norm_params()); }
 
 // Input norm + fused QKV (column-parallel) + output projection (row-parallel).
 Count self_attention(const ModelShape& x) {
-  const int64_t qkv = x.a * x.d + 2 * x.g * x.d;
+  const int64_t qkv = add(mul(x.a, x.d), mul(2, x.g, x.d));
   Count out = norm(x);
-  out += split(x, x.h * qkv);
+  out += split(x, mul(x.h, qkv));
   if (x.qkv_bias) out += split(x, qkv);
-  out += split(x, x.a * x.d * x.h);
+  out += split(x, mul(x.a, x.d, x.h));
   if (x.bias_linear) out += replicated(x.h);
   return out;
 }
@@ -26,26 +31,26 @@ Count self_attention(const ModelShape& x) {
 // T5 decoder only: norm + query from the decoder stream + key/value from the encoder output.
 Count cross_attention(const ModelShape& x) {
   Count out = norm(x);
-  out += split(x, x.h * x.a * x.d);
-  out += split(x, x.h * 2 * x.g * x.d);
-  if (x.qkv_bias) out += split(x, x.a * x.d + 2 * x.g * x.d);
-  out += split(x, x.a * x.d * x.h);
+  out += split(x, mul(x.h, x.a, x.d));
+  out += split(x, mul(x.h, mul(2, x.g, x.d)));
+  if (x.qkv_bias) out += split(x, add(mul(x.a, x.d), mul(2, x.g, x.d)));
+  out += split(x, mul(x.a, x.d, x.h));
   if (x.bias_linear) out += replicated(x.h);
   return out;
 }
 
 // Pre-MLP norm + fc1 (column-parallel; SwiGLU's gate doubles it) + fc2 (row-parallel).
 Count mlp(const ModelShape& x) {
-  const int64_t fc1 = x.F * (x.swiglu ? 2 : 1);
+  const int64_t fc1 = mul(x.F, x.swiglu ? 2 : 1);
   Count out = norm(x);
-  out += split(x, x.h * fc1);
+  out += split(x, mul(x.h, fc1));
   if (x.bias_linear) out += split(x, fc1);
-  out += split(x, x.F * x.h);
+  out += split(x, mul(x.F, x.h));
   if (x.bias_linear) out += replicated(x.h);
   return out;
 }
 
-Count word_embedding(const ModelShape& x) { return split(x, x.V * x.h); }
+Count word_embedding(const ModelShape& x) { return split(x, mul(x.V, x.h)); }
 
 }  // namespace
 
@@ -58,9 +63,9 @@ Count layer_parameters(const ModelShape& x, LayerKind kind) {
 
 Count embedding_parameters(const ModelShape& x) {
   Count out = word_embedding(x);
-  out += replicated(x.P * x.h);
+  out += replicated(mul(x.P, x.h));
   // Megatron's BertModel has token types (sentence A/B) only with the binary head.
-  if (x.arch == recipe::Arch::Bert && x.binary_head) out += replicated(2 * x.h);
+  if (x.arch == recipe::Arch::Bert && x.binary_head) out += replicated(mul(2, x.h));
   return out;
 }
 
@@ -70,12 +75,12 @@ Count output_parameters(const ModelShape& x) {
   Count out;
   if (!x.tied) out += word_embedding(x);  // separate output projection, V x h
   if (x.arch == recipe::Arch::Bert) {
-    out += replicated(x.h * x.h + x.h);  // LM head dense (a plain, replicated Linear)
+    out += replicated(add(mul(x.h, x.h), x.h));  // LM head dense (a plain, replicated Linear)
     out += norm(x);                      // LM head norm
     out += split(x, x.V);                // output bias, vocab-parallel
     if (x.binary_head) {
-      out += replicated(x.h * x.h + x.h);  // pooler
-      out += replicated(2 * x.h + 2);      // next-sentence classifier
+      out += replicated(add(mul(x.h, x.h), x.h));  // pooler
+      out += replicated(add(mul(2, x.h), 2));      // next-sentence classifier
     }
   } else if (x.arch == recipe::Arch::T5) {
     out += split(x, x.V);  // LM head bias, vocab-parallel
@@ -95,22 +100,23 @@ Parameters count_parameters(const ModelShape& x, std::vector<Stage>& stages) {
   out.embedding = embedding.total;
   out.output_layer = output.total;
   const int64_t final_norms = x.arch == recipe::Arch::T5 ? 2 : 1;
-  out.total = x.L * encoder_layer.total + x.Ld * decoder_layer.total + embedding.total +
-              final_norms * final_norm.total + output.total;
+  out.total = add(add(add(mul(x.L, encoder_layer.total), mul(x.Ld, decoder_layer.total)),
+                      add(embedding.total, mul(final_norms, final_norm.total))),
+                  output.total);
 
   for (Stage& stage : stages) {
     int64_t n = 0;
     for (int64_t layer : stage.layers) {
-      n += (x.kind(layer) == LayerKind::Decoder ? decoder_layer : encoder_layer).per_rank;
+      n = add(n, (x.kind(layer) == LayerKind::Decoder ? decoder_layer : encoder_layer).per_rank);
       // T5's encoder ends with its own final norm, on the stage that runs the last encoder layer.
-      if (x.arch == recipe::Arch::T5 && layer == x.L - 1) n += final_norm.per_rank;
+      if (x.arch == recipe::Arch::T5 && layer == x.L - 1) n = add(n, final_norm.per_rank);
     }
-    if (stage.has_embedding) n += embedding.per_rank;
+    if (stage.has_embedding) n = add(n, embedding.per_rank);
     if (stage.has_output_layer) {
-      n += final_norm.per_rank + output.per_rank;
+      n = add(n, add(final_norm.per_rank, output.per_rank));
       // Tied embeddings across a pipeline: the last stage keeps its own copy of the word
       // embedding for the LM head (Megatron syncs the two copies' gradients by all-reduce).
-      if (x.tied && x.p > 1) n += word_embedding(x).per_rank;
+      if (x.tied && x.p > 1) n = add(n, word_embedding(x).per_rank);
     }
     stage.parameters_per_rank = n;
   }

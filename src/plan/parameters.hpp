@@ -3,21 +3,30 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+#include <utility>  // std::in_range, which core/checked.hpp uses
 #include <vector>
 
+#include "core/checked.hpp"
 #include "plan/plan.hpp"
 #include "plan/shape.hpp"
 
 namespace megatron::plan {
 
+// What an overflow of a count names (make_plan adds where in the recipe to look).
+inline constexpr std::string_view kParameterCount =
+    "the parameter count (from model.hidden_size, ffn_hidden_size, vocab_size, num_layers and "
+    "the head sizes)";
+
 // A count in the whole model and on one TP rank (column-parallel weights and their biases are
-// split by t; row-parallel biases, norms and position embeddings are replicated).
+// split by t; row-parallel biases, norms and position embeddings are replicated). Sums are
+// checked: a model too large to count in 64 bits is a UserError, not a wrapped number.
 struct Count {
   int64_t total = 0;
   int64_t per_rank = 0;
   Count& operator+=(const Count& o) {
-    total += o.total;
-    per_rank += o.per_rank;
+    total = checked_add(total, o.total, kParameterCount);
+    per_rank = checked_add(per_rank, o.per_rank, kParameterCount);
     return *this;
   }
 };

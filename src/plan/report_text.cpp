@@ -142,8 +142,11 @@ void estimate_section(std::ostringstream& out, const Plan& plan) {
   out << fmt::format("Estimate on {}{}\n", e.hardware, hw ? " (" + hw->description + ")" : "");
   out << fmt::format("  step time    {:.3f} s (compute {:.3f} s, exposed communication {:.3f} s)\n",
                      e.step_time_s, e.compute_time_s, e.communication_time_s);
+  // A tiny model on a huge world predicts more tokens/s than an int64 holds.
   out << fmt::format("  throughput   {} tokens/s\n",
-                     with_separators(static_cast<int64_t>(e.tokens_per_second)));
+                     e.tokens_per_second < 1e15
+                         ? with_separators(static_cast<int64_t>(e.tokens_per_second))
+                         : short_count(e.tokens_per_second));
   out << fmt::format("  MFU          {:.1f}%\n", 100 * e.mfu);
   out << fmt::format("  bubble       {:.1f}%\n", 100 * plan.schedule.bubble_fraction);
 }

@@ -19,7 +19,8 @@ Schedule make_schedule(const ModelShape& x) {
   // A stage works v m chunk-slots of (1/v) the time each and waits (p - 1) slots in total while
   // the pipeline fills and drains; interleaving shrinks the slots, not the count.
   const int64_t v = x.schedule == recipe::Schedule::Interleaved ? x.v : 1;
-  out.bubble_fraction = static_cast<double>(x.p - 1) / static_cast<double>(v * x.m + x.p - 1);
+  const double p = static_cast<double>(x.p);
+  out.bubble_fraction = (p - 1) / (static_cast<double>(v) * static_cast<double>(x.m) + p - 1);
   return out;
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>  // std::in_range, which core/checked.hpp uses
+
+#include "core/checked.hpp"
 
 namespace megatron::plan {
 namespace {
@@ -23,7 +26,9 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   x.a = at_least_one(r.model.num_attention_heads);
   x.g = dv.num_query_groups > 0 ? dv.num_query_groups : x.a;
   x.d = dv.head_dim > 0 ? dv.head_dim : x.h / x.a;
-  x.F = dv.ffn_hidden_size > 0 ? dv.ffn_hidden_size : 4 * x.h;
+  x.F = dv.ffn_hidden_size > 0
+            ? dv.ffn_hidden_size
+            : checked_mul(int64_t{4}, x.h, "the ffn hidden size (4 x model.hidden_size)");
   x.V = dv.padded_vocab_size > 0 ? dv.padded_vocab_size : r.model.vocab_size;
   const bool learned = r.model.position_embedding == recipe::PositionEmbedding::Learned;
   x.P = learned ? (dv.max_position_embeddings > 0 ? dv.max_position_embeddings : x.s) : 0;
@@ -39,7 +44,8 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   x.c = at_least_one(r.parallel.context);
   x.D = at_least_one(dv.data_parallel);
   x.m = at_least_one(dv.num_microbatches);
-  x.world = x.t * x.p * x.c * x.D;
+  const std::string_view world = "the world size (tensor x pipeline x context x data)";
+  x.world = checked_mul(checked_mul(checked_mul(x.t, x.p, world), x.c, world), x.D, world);
   x.gpus_per_node = at_least_one(r.cluster.gpus_per_node);
   x.schedule = dv.schedule;
   // One chunk per stage is plain 1F1B whatever the name says (Megatron does the same).

@@ -1,6 +1,9 @@
 #include "plan/stages.hpp"
 
 #include <numeric>
+#include <utility>  // std::in_range, which core/checked.hpp uses
+
+#include "core/checked.hpp"
 
 namespace megatron::plan {
 namespace {
@@ -14,7 +17,7 @@ std::vector<int64_t> even_split(int64_t layers, int64_t chunks) {
 }  // namespace
 
 Chunks model_chunks(const ModelShape& x, const std::vector<int64_t>& layers_per_chunk) {
-  const int64_t count = x.p * x.v;
+  const int64_t count = checked_mul(x.p, x.v, "the model chunks (pipeline x virtual_pipeline)");
   std::vector<int64_t> sizes = layers_per_chunk;
   const bool describes_model =
       static_cast<int64_t>(sizes.size()) == count &&

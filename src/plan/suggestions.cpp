@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <utility>  // std::in_range, which core/checked.hpp uses
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "plan/build.hpp"
-#include "recipe/checks.hpp"
 #include "plan/units.hpp"
+#include "recipe/checks.hpp"
 
 namespace megatron::plan {
 namespace {
@@ -43,12 +45,18 @@ std::optional<Candidate> with_layout(const CompiledRecipe& base, int64_t tensor,
   r.parallel.pipeline = pipeline;
   r.parallel.data.reset();
   r.parallel.layers_per_stage.clear();
-  const int64_t replica = tensor * pipeline * r.parallel.context;
   int64_t world = base.derived.world_size;
   std::string gpus;
-  if (world % replica != 0) {
-    world = replica * base.derived.data_parallel;
-    gpus = fmt::format(" on {} GPUs", world);
+  try {
+    const std::string_view what = "the ranks of a candidate layout";
+    const int64_t replica =
+        checked_mul(checked_mul(tensor, pipeline, what), r.parallel.context, what);
+    if (world % replica != 0) {
+      world = checked_mul(replica, base.derived.data_parallel, what);
+      gpus = fmt::format(" on {} GPUs", world);
+    }
+  } catch (const UserError&) {
+    return std::nullopt;  // a layout too large to count is no suggestion
   }
   auto compiled = rederived(std::move(changed), world);
   if (!compiled) return std::nullopt;

@@ -2,10 +2,18 @@
 
 #include <regex>
 
+#include "core/printable.hpp"
 #include "recipe/checks.hpp"
 #include "recipe/schema.hpp"
 
 namespace megatron::recipe {
+namespace {
+
+// libstdc++'s std::regex recurses once per character and overflows the stack on long text
+// (200,000 digits crash it); no valid split or time limit is anywhere near this long.
+bool fits_a_regex(const std::string& text) { return text.size() <= 256; }
+
+}  // namespace
 
 Origin Locator::at(const std::string& path) const {
   if (auto it = provenance_.find(path); it != provenance_.end()) return it->second;
@@ -48,7 +56,12 @@ void check_fields(const Recipe& r, const Locator& where) {
                           "{} numbers",
                           t.rampup_batch_size.size()));
     const int64_t start = t.rampup_batch_size[0], step = t.rampup_batch_size[1];
-    if (start > t.global_batch_size || (t.global_batch_size - start) % step != 0)
+    if (start > t.global_batch_size)
+      fail_at(where.at("training.rampup_batch_size"),
+              fmt::format("the batch ramp-up starts at {}, above training.global_batch_size {}; "
+                          "start at or below the global batch",
+                          start, t.global_batch_size));
+    if ((t.global_batch_size - start) % step != 0)
       fail_at(where.at("training.rampup_batch_size"),
               fmt::format("batch ramp-up from {} in steps of {} does not reach "
                           "training.global_batch_size {}: ({} - {}) % {} = {}",
@@ -97,9 +110,9 @@ void check_fields(const Recipe& r, const Locator& where) {
                         "per dataset",
                         d.weights.size(), d.prefixes.size()));
   static const std::regex split_format(R"(\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*){0,2})");
-  if (!std::regex_match(d.split, split_format))
-    fail_at(where.at("data.split"),
-            "data.split '" + d.split + "' is not like 969,30,1 (train,valid,test proportions)");
+  if (!fits_a_regex(d.split) || !std::regex_match(d.split, split_format))
+    fail_at(where.at("data.split"), "data.split '" + printable(d.split) +
+                                        "' is not like 969,30,1 (train,valid,test proportions)");
 
   const auto& p = r.precision;
   if (p.min_loss_scale > p.initial_loss_scale)
@@ -109,9 +122,10 @@ void check_fields(const Recipe& r, const Locator& where) {
   if (r.cluster.time_limit) {
     static const std::regex slurm_time(
         R"(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})");
-    if (!std::regex_match(*r.cluster.time_limit, slurm_time))
+    if (!fits_a_regex(*r.cluster.time_limit) ||
+        !std::regex_match(*r.cluster.time_limit, slurm_time))
       fail_at(where.at("cluster.time_limit"),
-              "cluster.time_limit '" + *r.cluster.time_limit +
+              "cluster.time_limit '" + printable(*r.cluster.time_limit) +
                   "' is not a Slurm time: use MM, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
   }
 }

@@ -4,10 +4,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "core/error.hpp"
 #include "recipe/derived.hpp"
 #include "recipe/origin.hpp"
 #include "recipe/recipe.hpp"
+#include "recipe/schema.hpp"
 
 namespace megatron::recipe {
 
@@ -25,10 +28,29 @@ class Locator {
   std::string file_;
 };
 
+// Overflow-checked arithmetic (core/checked.hpp) for values derived from the recipe: an
+// overflow is an error at `path`'s origin that names the quantity (`what`) and the key.
+int64_t mul_at(const Locator& where, const std::string& path, int64_t a, int64_t b,
+               std::string_view what);
+int64_t add_at(const Locator& where, const std::string& path, int64_t a, int64_t b,
+               std::string_view what);
+// Runs `compute`; a UserError it throws (an overflow inside it) is re-thrown at `path`.
+template <class F>
+auto at_key(const Locator& where, const std::string& path, F&& compute) -> decltype(compute());
+
 // Field combinations that are invalid whatever the world (exclusive options, list lengths).
 void check_fields(const Recipe& recipe, const Locator& where);
 
 // Derives world-dependent and implied values, checking divisibility on the way.
 Derived derive(const Recipe& recipe, const Locator& where, std::optional<int64_t> world_size);
+
+template <class F>
+auto at_key(const Locator& where, const std::string& path, F&& compute) -> decltype(compute()) {
+  try {
+    return compute();
+  } catch (const UserError& e) {
+    fail_at(where.at(path), std::string(e.what()) + "; make " + path + " smaller");
+  }
+}
 
 }  // namespace megatron::recipe

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace megatron::recipe {
 
@@ -34,7 +35,7 @@ std::string describe_node(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "null";
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
-  return "'" + node.Scalar() + "'";
+  return fmt::format("'{}'", printable(node.Scalar()));
 }
 
 std::string quote_scalar(const std::string& text) {
@@ -51,17 +52,34 @@ std::string format_number(double value) {
   return fmt::format("{}", value);
 }
 
-void check_range(double value, const FieldSpec& spec, const Origin& origin) {
-  auto text = [](double v) { return fmt::format("{}", v); };
+std::string bound_text(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e18) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+namespace {
+
+void check_range(double value, const std::string& text, const FieldSpec& spec,
+                 const Origin& origin) {
   if (spec.minimum) {
     const bool below = spec.minimum_exclusive ? value <= *spec.minimum : value < *spec.minimum;
     if (below)
-      fail_at(origin, spec.path + ": " + text(value) + " is out of range: it must be " +
-                          (spec.minimum_exclusive ? "> " : ">= ") + text(*spec.minimum));
+      fail_at(origin, spec.path + ": " + text + " is out of range: it must be " +
+                          (spec.minimum_exclusive ? "> " : ">= ") + bound_text(*spec.minimum));
   }
   if (spec.maximum && value > *spec.maximum)
-    fail_at(origin, spec.path + ": " + text(value) + " is out of range: it must be <= " +
-                        text(*spec.maximum));
+    fail_at(origin, spec.path + ": " + text +
+                        " is out of range: it must be <= " + bound_text(*spec.maximum) +
+                        (spec.maximum_is_ceiling
+                             ? ", a ceiling far above any real job that keeps the compiler's and "
+                               "planner's arithmetic exact"
+                             : ""));
+}
+
+}  // namespace
+
+void check_range(double value, const FieldSpec& spec, const Origin& origin) {
+  check_range(value, fmt::format("{}", value), spec, origin);
 }
 
 int64_t parse_integer(const YAML::Node& node, const FieldSpec& spec, const Origin& origin) {
@@ -72,7 +90,8 @@ int64_t parse_integer(const YAML::Node& node, const FieldSpec& spec, const Origi
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (ec == std::errc::result_out_of_range)
-    fail_at(origin, spec.path + ": " + node.Scalar() + " does not fit in a 64-bit integer");
+    fail_at(origin, spec.path + ": " + printable(node.Scalar()) +
+                        " does not fit in a 64-bit integer; expected " + spec.type_description());
   if (ec != std::errc() || ptr != end || text.empty()) {
     // Accept whole numbers written as 2e9 or 4096.0; reject 0.5.
     double as_double = 0;
@@ -85,7 +104,8 @@ int64_t parse_integer(const YAML::Node& node, const FieldSpec& spec, const Origi
                           describe_node(node));
     }
   }
-  check_range(static_cast<double>(value), spec, origin);
+  // Compared as a double (bounds are far below 2^53) but shown as the exact integer.
+  check_range(static_cast<double>(value), std::to_string(value), spec, origin);
   return value;
 }
 

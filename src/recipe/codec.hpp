@@ -2,6 +2,8 @@
 // checks of the schema. Internal to src/recipe/ (schema.cpp binds fields through it).
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -9,8 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
+#include "core/printable.hpp"
 #include "recipe/enum_names.hpp"
 #include "recipe/schema.hpp"
 #include "recipe/suggest.hpp"
@@ -20,6 +21,7 @@ namespace megatron::recipe::codec {
 std::string describe_node(const YAML::Node& node);  // for "got ..." in messages
 std::string quote_scalar(const std::string& text);   // YAML-safe flow scalar
 std::string format_number(double value);             // shortest round-trip text
+std::string bound_text(double bound);                // "100000", not "1e+05"; "0.5"
 
 int64_t parse_integer(const YAML::Node& node, const FieldSpec& spec, const Origin& origin);
 double parse_number(const YAML::Node& node, const FieldSpec& spec, const Origin& origin);
@@ -75,7 +77,8 @@ struct Codec<E> {
     if (auto value = parse_enum<E>(text)) return *value;
     std::string list;
     for (const auto& c : s.choices) list += (list.empty() ? "" : ", ") + c;
-    fail_at(o, s.path + ": '" + text + "' is not one of " + list + did_you_mean_choice(text, s));
+    fail_at(o, s.path + ": '" + printable(text) + "' is not one of " + list +
+                   did_you_mean_choice(text, s));
   }
   static std::string render(E v) { return std::string(name_of(v)); }
   static std::string did_you_mean_choice(const std::string& text, const FieldSpec& s) {

@@ -33,7 +33,13 @@ CompiledRecipe compile(const std::filesystem::path& file, const CompileOptions& 
   std::optional<int64_t> world = options.world_size;
   if (!world && options.world_from_layout) {
     const ParallelSection& p = out.recipe.parallel;
-    world = p.tensor * p.pipeline * p.context * p.data.value_or(1);
+    const std::string_view what =
+        "the ranks of the layout (parallel.tensor x pipeline x context x data)";
+    world = mul_at(
+        where, "parallel.data",
+        mul_at(where, "parallel.context",
+               mul_at(where, "parallel.pipeline", p.tensor, p.pipeline, what), p.context, what),
+        p.data.value_or(1), what);
   }
   out.derived = derive(out.recipe, where, world);
   return out;

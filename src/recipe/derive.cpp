@@ -1,7 +1,6 @@
 #include <fmt/format.h>
 
-#include <numeric>
-
+#include "recipe/batch_ramp.hpp"
 #include "recipe/checks.hpp"
 #include "recipe/enum_names.hpp"
 #include "recipe/schema.hpp"
@@ -9,14 +8,13 @@
 namespace megatron::recipe {
 namespace {
 
+// Heads are at most 10^5 (the schema's ceiling), so this loop is short.
 std::string divisors_of(int64_t n) {
   std::string out;
   for (int64_t d = 1; d <= n; ++d)
     if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
   return out;
 }
-
-int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 class Deriver {
  public:
@@ -30,6 +28,17 @@ class Deriver {
   }
   std::string name(const std::string& path, int64_t value) const {
     return where_.name(path, std::to_string(value));
+  }
+  // Checked arithmetic: an overflow is an error at `path`, naming `what`.
+  int64_t mul(int64_t a, int64_t b, const std::string& path, std::string_view what) const {
+    return mul_at(where_, path, a, b, what);
+  }
+  int64_t add(int64_t a, int64_t b, const std::string& path, std::string_view what) const {
+    return add_at(where_, path, a, b, what);
+  }
+  int64_t round_up(int64_t value, int64_t multiple, const std::string& path,
+                   std::string_view what) const {
+    return add(value, multiple - 1, path, what) / multiple * multiple;
   }
 
   Derived run(std::optional<int64_t> world_size) {
@@ -51,12 +60,16 @@ class Deriver {
       d_.world_size = *world_size;
       note("world size", d_.world_size, "ranks in the running job");
     } else {
-      d_.world_size = r_.cluster.nodes * r_.cluster.gpus_per_node;
+      d_.world_size = mul(r_.cluster.nodes, r_.cluster.gpus_per_node, "cluster.nodes",
+                          "the world size (cluster.nodes x gpus_per_node)");
       note("world size", d_.world_size,
            fmt::format("cluster.nodes {} x cluster.gpus_per_node {}", r_.cluster.nodes,
                        r_.cluster.gpus_per_node));
     }
-    const int64_t model_parallel = p.tensor * p.pipeline * p.context;
+    const std::string_view replica =
+        "the ranks per model replica (parallel.tensor x pipeline x context)";
+    const int64_t model_parallel = mul(mul(p.tensor, p.pipeline, "parallel.pipeline", replica),
+                                       p.context, "parallel.context", replica);
     if (d_.world_size % model_parallel != 0)
       fail_at(where_.at(p.tensor > 1 ? "parallel.tensor" : "parallel.pipeline"),
               fmt::format("tensor {} x pipeline {} x context {} = {} ranks per model replica does "
@@ -71,7 +84,10 @@ class Deriver {
               fmt::format("tensor {} x context {} x pipeline {} x data {} = {} ranks, but the "
                           "world has {}; set parallel.data to {} or remove it",
                           p.tensor, p.context, p.pipeline, *p.data,
-                          model_parallel * *p.data, d_.world_size, d_.data_parallel));
+                          mul(model_parallel, *p.data, "parallel.data",
+                              "the ranks of the layout (parallel.tensor x pipeline x context x "
+                              "data)"),
+                          d_.world_size, d_.data_parallel));
     note("data-parallel size", d_.data_parallel,
          fmt::format("world {} / (tensor {} x pipeline {} x context {})", d_.world_size, p.tensor,
                      p.pipeline, p.context));
@@ -113,11 +129,15 @@ class Deriver {
     if (m.ffn_hidden_size) {
       d_.ffn_hidden_size = *m.ffn_hidden_size;
     } else if (m.activation == Activation::Swiglu) {
-      d_.ffn_hidden_size = round_up(8 * m.hidden_size / 3 + (8 * m.hidden_size % 3 ? 1 : 0), 256);
+      const std::string_view what = "the SwiGLU ffn hidden size (8/3 x model.hidden_size)";
+      const int64_t eight_h = mul(8, m.hidden_size, "model.hidden_size", what);
+      d_.ffn_hidden_size =
+          round_up(eight_h / 3 + (eight_h % 3 ? 1 : 0), 256, "model.hidden_size", what);
       note("ffn hidden size", d_.ffn_hidden_size,
            fmt::format("SwiGLU: 8/3 x hidden {} rounded up to a multiple of 256", m.hidden_size));
     } else {
-      d_.ffn_hidden_size = 4 * m.hidden_size;
+      d_.ffn_hidden_size =
+          mul(4, m.hidden_size, "model.hidden_size", "the ffn hidden size (4 x model.hidden_size)");
       note("ffn hidden size", d_.ffn_hidden_size, fmt::format("4 x hidden {}", m.hidden_size));
     }
     const int64_t tp = r_.parallel.tensor;
@@ -126,8 +146,11 @@ class Deriver {
               fmt::format("the ffn hidden size ({}) is not divisible by parallel.tensor ({}): "
                           "{} % {} = {}",
                           d_.ffn_hidden_size, tp, d_.ffn_hidden_size, tp, d_.ffn_hidden_size % tp));
-    const int64_t multiple = m.make_vocab_size_divisible_by * tp;
-    d_.padded_vocab_size = round_up(m.vocab_size, multiple);
+    const int64_t multiple =
+        mul(m.make_vocab_size_divisible_by, tp, "model.make_vocab_size_divisible_by",
+            "the vocabulary padding (model.make_vocab_size_divisible_by x parallel.tensor)");
+    d_.padded_vocab_size = round_up(m.vocab_size, multiple, "model.vocab_size",
+                                    "the padded vocabulary (model.vocab_size rounded up)");
     note("padded vocab", d_.padded_vocab_size,
          fmt::format("vocab {} rounded up to a multiple of {} x tensor {} = {} (+{} rows)",
                      m.vocab_size, m.make_vocab_size_divisible_by, tp, multiple,
@@ -163,18 +186,23 @@ class Deriver {
               fmt::format("with sequence parallelism data.seq_length ({}) must be divisible by "
                           "parallel.tensor ({}): {} % {} = {}",
                           s, p.tensor, s, p.tensor, s % p.tensor));
-    if (p.context > 1 && s % (2 * p.context) != 0)
-      fail_at(where_.at("data.seq_length"),
-              fmt::format("with context parallelism data.seq_length ({}) must be divisible by 2 x "
-                          "parallel.context = {} (each rank takes two balanced chunks): {} % {} = {}",
-                          s, 2 * p.context, s, 2 * p.context, s % (2 * p.context)));
+    const int64_t two_c = mul(2, p.context, "parallel.context", "2 x parallel.context");
+    if (p.context > 1 && s % two_c != 0)
+      fail_at(
+          where_.at("data.seq_length"),
+          fmt::format("with context parallelism data.seq_length ({}) must be divisible by 2 x "
+                      "parallel.context = {} (each rank takes two balanced chunks): {} % {} = {}",
+                      s, two_c, s, two_c, s % two_c));
   }
 
   void layers() {
     const auto& p = r_.parallel;
     const int64_t pp = p.pipeline, vpp = p.virtual_pipeline;
     // T5 pipelines its encoder and decoder layers as one sequence of blocks.
-    const int64_t total = r_.model.num_layers + d_.decoder_num_layers;
+    const int64_t total = add(r_.model.num_layers, d_.decoder_num_layers,
+                              "model.decoder_num_layers", "the encoder + decoder layers");
+    const int64_t chunk_count = mul(pp, vpp, "parallel.virtual_pipeline",
+                                    "the model chunks (parallel.pipeline x virtual_pipeline)");
     const std::string layers_name =
         r_.model.arch == Arch::T5
             ? fmt::format("the {} encoder + {} decoder layers", r_.model.num_layers,
@@ -205,7 +233,9 @@ class Deriver {
                 fmt::format("parallel.layers_per_stage lists {} stages but parallel.pipeline is "
                             "{}; give one number per stage",
                             split.size(), pp));
-      const int64_t sum = std::accumulate(split.begin(), split.end(), int64_t{0});
+      int64_t sum = 0;
+      for (const int64_t n : split)
+        sum = add(sum, n, "parallel.layers_per_stage", "the layers of parallel.layers_per_stage");
       if (sum != total)
         fail_at(where_.at("parallel.layers_per_stage"),
                 fmt::format("parallel.layers_per_stage adds up to {} layers but the model has {}",
@@ -217,42 +247,51 @@ class Deriver {
                               split[s], vpp));
       d_.layers_per_stage = split;
     } else {
-      if (total % (pp * vpp) != 0) {
+      if (total % chunk_count != 0) {
         const std::string chunks =
             vpp > 1 ? fmt::format("pipeline {} x virtual_pipeline {} = {} model chunks", pp, vpp,
-                                  pp * vpp)
+                                  chunk_count)
                     : fmt::format("parallel.pipeline ({})", pp);
         fail_at(where_.at(pp > 1 ? "parallel.pipeline" : "model.num_layers"),
                 fmt::format("{} do not split evenly over {}: {} % {} = {}; change the layout or "
                             "give an uneven split with parallel.layers_per_stage",
-                            layers_name, chunks, total, pp * vpp, total % (pp * vpp)));
+                            layers_name, chunks, total, chunk_count, total % chunk_count));
       }
       d_.layers_per_stage.assign(pp, total / pp);
     }
-    d_.layers_per_chunk.assign(pp * vpp, 0);
+    // Every chunk holds at least one layer (checked above), so this is at most `total` long.
+    d_.layers_per_chunk.assign(chunk_count, 0);
     for (int64_t s = 0; s < pp; ++s)
       for (int64_t c = 0; c < vpp; ++c) d_.layers_per_chunk[c * pp + s] = d_.layers_per_stage[s] / vpp;
     std::string list;
     for (auto n : d_.layers_per_stage) list += (list.empty() ? "" : ", ") + std::to_string(n);
-    note("layers per stage", "[" + list + "]",
-         p.layers_per_stage.empty()
-             ? fmt::format("{} layers / pipeline {}{}", total, pp,
-                           vpp > 1 ? fmt::format(", {} per virtual chunk", total / (pp * vpp)) : "")
-             : "parallel.layers_per_stage");
+    note(
+        "layers per stage", "[" + list + "]",
+        p.layers_per_stage.empty()
+            ? fmt::format("{} layers / pipeline {}{}", total, pp,
+                          vpp > 1 ? fmt::format(", {} per virtual chunk", total / chunk_count) : "")
+            : "parallel.layers_per_stage");
   }
 
   void batches() {
     const auto& t = r_.training;
-    const int64_t per_step = t.micro_batch_size * d_.data_parallel;
-    if (t.global_batch_size % per_step != 0)
-      fail_at(where_.at("training.global_batch_size"),
-              fmt::format("training.global_batch_size ({}) is not divisible by micro_batch_size "
-                          "({}) x data-parallel size ({}) = {}: {} % {} = {}; use a multiple of "
-                          "{}, e.g. {} or {}",
-                          t.global_batch_size, t.micro_batch_size, d_.data_parallel, per_step,
-                          t.global_batch_size, per_step, t.global_batch_size % per_step, per_step,
-                          std::max(per_step, t.global_batch_size / per_step * per_step),
-                          (t.global_batch_size / per_step + 1) * per_step));
+    const int64_t per_step =
+        mul(t.micro_batch_size, d_.data_parallel, "training.micro_batch_size",
+            "the sequences per micro-batch step (training.micro_batch_size x data-parallel size)");
+    if (t.global_batch_size % per_step != 0) {
+      // The multiples either side of the batch (only the one above when the batch is smaller).
+      const int64_t below = t.global_batch_size / per_step * per_step;
+      const int64_t above =
+          add(below, per_step, "training.global_batch_size", "the next valid global batch");
+      fail_at(
+          where_.at("training.global_batch_size"),
+          fmt::format("training.global_batch_size ({}) is not divisible by micro_batch_size "
+                      "({}) x data-parallel size ({}) = {}: {} % {} = {}; use a multiple of "
+                      "{}, e.g. {}",
+                      t.global_batch_size, t.micro_batch_size, d_.data_parallel, per_step,
+                      t.global_batch_size, per_step, t.global_batch_size % per_step, per_step,
+                      below > 0 ? fmt::format("{} or {}", below, above) : std::to_string(above)));
+    }
     d_.num_microbatches = t.global_batch_size / per_step;
     note("micro-batches per iteration", d_.num_microbatches,
          fmt::format("global batch {} / (micro batch {} x data-parallel {})", t.global_batch_size,
@@ -268,15 +307,17 @@ class Deriver {
                           "data-parallel = {}: every batch on the way must split into whole "
                           "micro-batches on each data-parallel rank",
                           t.rampup_batch_size[1], per_step));
+    const int64_t per_round = d_.schedule == Schedule::Interleaved && !t.rampup_batch_size.empty()
+                                  ? mul(per_step, r_.parallel.pipeline, "parallel.pipeline",
+                                        "micro batch x data-parallel x parallel.pipeline")
+                                  : per_step;
     if (!t.rampup_batch_size.empty() && d_.schedule == Schedule::Interleaved &&
-        (t.rampup_batch_size[0] % (per_step * r_.parallel.pipeline) != 0 ||
-         t.rampup_batch_size[1] % (per_step * r_.parallel.pipeline) != 0))
+        (t.rampup_batch_size[0] % per_round != 0 || t.rampup_batch_size[1] % per_round != 0))
       fail_at(where_.at("training.rampup_batch_size"),
               fmt::format("with the interleaved schedule every ramp-up batch must be a multiple "
                           "of micro batch x data-parallel x pipeline = {}; start {} and increment "
                           "{} are not",
-                          per_step * r_.parallel.pipeline, t.rampup_batch_size[0],
-                          t.rampup_batch_size[1]));
+                          per_round, t.rampup_batch_size[0], t.rampup_batch_size[1]));
     if (d_.schedule == Schedule::Interleaved && d_.num_microbatches % r_.parallel.pipeline != 0)
       fail_at(where_.at("training.global_batch_size"),
               fmt::format("the interleaved schedule needs the micro-batches per iteration ({}) "
@@ -303,38 +344,32 @@ class Deriver {
     const int64_t B = t.global_batch_size;
     std::optional<int64_t> samples = t.train_samples;
     if (t.train_tokens) {
-      samples = (*t.train_tokens + r_.data.seq_length - 1) / r_.data.seq_length;
+      const int64_t s = r_.data.seq_length;
+      samples = add(*t.train_tokens, s - 1, "training.train_tokens",
+                    "the training tokens rounded up to whole sequences") /
+                s;
       note("train samples", *samples,
-           fmt::format("train_tokens {} / seq_length {}, rounded up", *t.train_tokens,
-                       r_.data.seq_length));
+           fmt::format("train_tokens {} / seq_length {}, rounded up", *t.train_tokens, s));
     }
+    const BatchRamp ramp = t.rampup_batch_size.empty()
+                               ? BatchRamp{.global_batch = B}
+                               : BatchRamp{.global_batch = B,
+                                           .start = t.rampup_batch_size[0],
+                                           .increment = t.rampup_batch_size[1],
+                                           .samples = t.rampup_batch_size[2]};
     if (t.train_iters) {
       d_.train_iters = *t.train_iters;
+      // The trainer counts consumed samples in 64 bits; refuse a length it could not count.
+      at_key(where_, "training.train_iters", [&] { return ramp.samples_after(d_.train_iters); });
     } else if (samples) {
-      if (t.rampup_batch_size.empty()) {
-        d_.train_iters = (*samples + B - 1) / B;
-        note("train iterations", d_.train_iters,
-             fmt::format("{} samples / global batch {}, rounded up", *samples, B));
-      } else {
-        // Walk the ramp as Megatron does: the batch grows by `step` every
-        // ramp / ((B - start) / step) consumed samples, and is B once `ramp` are consumed.
-        const int64_t start = t.rampup_batch_size[0], step = t.rampup_batch_size[1],
-                      ramp = t.rampup_batch_size[2];
-        const int64_t increments = (B - start) / step;
-        const double per_increment = increments > 0 ? double(ramp) / double(increments) : 0.0;
-        int64_t consumed = 0, iters = 0;
-        while (consumed < *samples) {
-          int64_t batch = B;
-          if (consumed < ramp && per_increment > 0)
-            batch = std::min(B, start + static_cast<int64_t>(double(consumed) / per_increment) * step);
-          consumed += batch;
-          ++iters;
-        }
-        d_.train_iters = iters;
-        note("train iterations", iters,
-             fmt::format("{} samples with the batch ramping from {} to {} over {} samples",
-                         *samples, start, B, ramp));
-      }
+      // Megatron's ramp: the batch grows by the increment every ramp / ((B - start) / increment)
+      // consumed samples and is B once the ramp's samples are consumed.
+      d_.train_iters = ramp.iterations_for(*samples);
+      note("train iterations", d_.train_iters,
+           t.rampup_batch_size.empty()
+               ? fmt::format("{} samples / global batch {}, rounded up", *samples, B)
+               : fmt::format("{} samples with the batch ramping from {} to {} over {} samples",
+                             *samples, ramp.start, B, ramp.samples));
     }
     d_.lr_decay_iters = t.lr_decay_iters.value_or(d_.train_iters);
     if (t.lr_warmup_fraction) {

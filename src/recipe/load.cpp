@@ -1,8 +1,13 @@
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
+#include "recipe/documents.hpp"
 #include "recipe/entries.hpp"
 #include "recipe/schema.hpp"
 #include "recipe/suggest.hpp"
@@ -11,6 +16,10 @@ namespace megatron::recipe {
 namespace {
 
 namespace fs = std::filesystem;
+
+// yaml-cpp stops deep nesting (its stack would overflow) with the message "bad file".
+constexpr const char* kTooDeep =
+    "nested too deeply (a recipe nests section, key and list: 3 levels)";
 
 Origin origin_of(const YAML::Node& node, const std::string& file) {
   const YAML::Mark mark = node.Mark();
@@ -24,7 +33,7 @@ Origin origin_of(const YAML::Node& node, const std::string& file) {
 }
 
 std::string unknown_key_message(const std::string& section, const std::string& key) {
-  std::string message = "unknown key '" + key + "' in section " + section + ":";
+  std::string message = "unknown key '" + printable(key) + "' in section " + section + ":";
   if (auto guess = closest(key, field_keys_of(section)))
     return message + " (did you mean " + *guess + "?)";
   // The right key in the wrong section is a common slip ("hidden_size" under training:).
@@ -47,14 +56,25 @@ class Loader {
     }
     if (!fs::exists(file)) {
       std::string where = stack_.empty() ? "" : base_origin_.describe() + ": ";
-      throw UserError(where + "recipe file '" + display + "' does not exist");
+      throw UserError(where + "recipe file '" + printable(display, 200) + "' does not exist");
     }
     if (fs::is_directory(file))
       throw UserError("'" + display + "' is a directory; give the path of a recipe .yaml file");
 
     YAML::Node root;
     try {
+      std::ifstream in(file);
+      if (!in) throw UserError("cannot read recipe file '" + display + "'");
+      if (const auto second = ignored_document(in))
+        throw UserError(fmt::format(
+            "{}:{}:{}: a recipe is one YAML document, but a second one starts here and would be "
+            "ignored; remove this `---` and merge what follows into the first document (or put "
+            "it in its own file and name that in base:)",
+            display, second->line + 1, second->column + 1));
       root = YAML::LoadFile(file.string());
+    } catch (const YAML::DeepRecursion& e) {
+      throw UserError(fmt::format("{}:{}:{}: invalid YAML: {}", display, e.mark.line + 1,
+                                  e.mark.column + 1, kTooDeep));
     } catch (const YAML::ParserException& e) {
       throw UserError(fmt::format("{}:{}:{}: invalid YAML: {}", display, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
@@ -87,14 +107,15 @@ class Loader {
       const std::string key = kv.first.Scalar();
       const Origin key_origin = origin_of(kv.first, display);
       if (!seen.insert(key).second)
-        throw UserError(key_origin.describe() + ": duplicate key '" + key + "'");
+        throw UserError(key_origin.describe() + ": duplicate key '" + printable(key) + "'");
       if (key == "base") continue;
       const auto names = section_names();
       if (std::find(names.begin(), names.end(), key) == names.end()) {
         std::string hint = did_you_mean(key, names);
         if (hint.empty() && find_section_of(key))
           hint = " (it belongs in section " + *find_section_of(key) + ":)";
-        throw UserError(key_origin.describe() + ": unknown section '" + key + "'" + hint +
+        throw UserError(key_origin.describe() + ": unknown section '" + printable(key) + "'" +
+                        hint +
                         "; sections are model, parallel, precision, training, data, checkpoint, "
                         "logging, eval, cluster");
       }
@@ -136,14 +157,15 @@ class Loader {
     if (!body.IsMap())
       throw UserError(origin_of(body, display).describe() + ": section " + section +
                       ": expects a mapping of keys, got " +
-                      (body.IsSequence() ? "a list" : "'" + body.Scalar() + "'"));
+                      (body.IsSequence() ? std::string("a list")
+                                         : fmt::format("'{}'", printable(body.Scalar()))));
     std::set<std::string> seen;
     for (const auto& kv : body) {
       const std::string key = kv.first.Scalar();
       const Origin key_origin = origin_of(kv.first, display);
       if (!seen.insert(key).second)
-        throw UserError(key_origin.describe() + ": duplicate key '" + key + "' in section " +
-                        section + ":");
+        throw UserError(key_origin.describe() + ": duplicate key '" + printable(key) +
+                        "' in section " + section + ":");
       const std::string path = section + "." + key;
       if (!find_field(path)) throw UserError(key_origin.describe() + ": " + unknown_key_message(section, key));
       // Point at the value when there is one, at the key for `key:` with nothing after it.
@@ -175,7 +197,7 @@ void apply_overrides(Entries& entries, const std::vector<std::string>& overrides
     origin.override_ = text;
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw UserError("override '" + text +
+      throw UserError("override '" + printable(text) +
                       "' is not of the form section.key=value (e.g. training.lr=3e-4)");
     const std::string path = text.substr(0, eq);
     const std::string value = text.substr(eq + 1);
@@ -183,13 +205,13 @@ void apply_overrides(Entries& entries, const std::vector<std::string>& overrides
       const auto dot = path.find('.');
       std::string problem;
       if (dot == std::string::npos) {
-        problem = "'" + path + "' is not a section.key path (e.g. training.lr=3e-4)" +
+        problem = "'" + printable(path) + "' is not a section.key path (e.g. training.lr=3e-4)" +
                   did_you_mean(path, field_paths());
       } else {
         const std::string section = path.substr(0, dot);
         const auto names = section_names();
         if (std::find(names.begin(), names.end(), section) == names.end())
-          problem = "unknown section '" + section + "'" + did_you_mean(section, names);
+          problem = "unknown section '" + printable(section) + "'" + did_you_mean(section, names);
         else
           problem = unknown_key_message(section, path.substr(dot + 1));
       }
@@ -197,7 +219,13 @@ void apply_overrides(Entries& entries, const std::vector<std::string>& overrides
     }
     YAML::Node node;
     try {
+      std::istringstream in(value);
+      if (ignored_document(in))
+        throw UserError(origin.describe() +
+                        ": the value holds more than one YAML document; give one value");
       node = YAML::Load(value);
+    } catch (const YAML::DeepRecursion&) {
+      throw UserError(origin.describe() + ": the value is not valid YAML: " + kTooDeep);
     } catch (const YAML::ParserException& e) {
       throw UserError(origin.describe() + ": the value is not valid YAML: " + e.msg);
     }

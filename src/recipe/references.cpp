@@ -1,12 +1,17 @@
+#include <fmt/format.h>
+
 #include <set>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "recipe/entries.hpp"
 #include "recipe/schema.hpp"
 #include "recipe/suggest.hpp"
 
 namespace megatron::recipe {
 namespace {
+
+constexpr std::size_t kMaxResolvedBytes = 65536;
 
 class Resolver {
  public:
@@ -46,17 +51,23 @@ class Resolver {
       }
       const auto end = text.find('}', start);
       if (end == std::string::npos)
-        throw UserError(entry.origin.describe() + ": unterminated reference in '" + text +
-                        "'; write ${section.key}");
+        throw UserError(entry.origin.describe() + ": unterminated reference in '" +
+                        printable(text) + "'; write ${section.key}");
       out += text.substr(pos, start - pos);
       const std::string ref = text.substr(start + 2, end - start - 2);
       const YAML::Node value = lookup(ref, entry.origin);
       // A value that is nothing but one reference keeps the referenced value's type.
       if (start == 0 && end + 1 == text.size()) return value;
       if (!value.IsScalar())
-        throw UserError(entry.origin.describe() + ": ${" + ref +
+        throw UserError(entry.origin.describe() + ": ${" + printable(ref) +
                         "} is a list and cannot be spliced into text");
       out += value.Scalar();
+      // References that splice a value into itself level after level grow it exponentially.
+      if (out.size() > kMaxResolvedBytes)
+        throw UserError(fmt::format(
+            "{}: ${{...}} references make this value longer than {} bytes; splice fewer "
+            "references into it",
+            entry.origin.describe(), kMaxResolvedBytes));
       pos = end + 1;
     }
     return YAML::Node(out);
@@ -65,7 +76,7 @@ class Resolver {
   YAML::Node lookup(const std::string& ref, const Origin& where) {
     const FieldSpec* field = find_field(ref);
     if (!field)
-      throw UserError(where.describe() + ": ${" + ref + "} names no recipe key" +
+      throw UserError(where.describe() + ": ${" + printable(ref) + "} names no recipe key" +
                       did_you_mean(ref, field_paths()));
     resolve(ref);
     auto it = entries_.values.find(ref);

@@ -24,6 +24,7 @@ struct Limits {
   std::optional<double> min;
   std::optional<double> max;
   bool min_exclusive = false;
+  bool ceiling = false;  // max is a safety ceiling, not a property of the value
   bool required = false;
   std::string default_note;  // for optional values: what happens when unset
 };
@@ -40,6 +41,33 @@ Limits derived(std::string note, Limits limits = kPositive) {
 }
 const Limits kProbability{.min = 0, .max = 1};
 
+// Ceilings far above any real model or cluster (docs/recipe-language.md, "What bad input
+// gets"). With them every size and product the compiler and planner compute fits 64 bits or
+// is refused by checked arithmetic, and every loop over layers, stages or batches stays short.
+constexpr double kMaxLayers = 1e5;  // GPT-3 has 96, the deepest published models ~10^3
+// Hidden size and head dim: 2^20, the checkpoint importer's limit too (ckpt/model_limits.hpp),
+// so every model it converts is a valid recipe; the widest real models are ~3e4.
+constexpr double kMaxWidth = 1 << 20;
+constexpr double kMaxFfnWidth = 1e7;
+constexpr double kMaxHeads = 1e5;
+constexpr double kMaxVocab = 1e9;
+constexpr double kMaxVocabMultiple = 1e6;
+constexpr double kMaxSequence = 1e8;         // tokens per sequence; the longest contexts ~1e7
+constexpr double kMaxBatch = 1e8;            // sequences per iteration
+constexpr double kMaxTrainingLength = 1e15;  // iterations, samples or tokens of one run
+constexpr double kMaxRanks = 1e6;            // nodes, and each parallel size
+constexpr double kMaxGpusPerNode = 1e4;
+constexpr double kMaxInterval = 1e12;  // iterations between logs, saves, evaluations
+constexpr double kMaxMinutes = 1e8;    // ~190 years
+constexpr double kMaxThreads = 1024;
+constexpr double kMaxEvalIters = 1e6;  // x the global batch: the samples of one evaluation
+
+Limits up_to(double max, Limits limits = kPositive) {
+  limits.max = max;
+  limits.ceiling = true;
+  return limits;
+}
+
 template <class S, class T>
 FieldSpec bind(const char* section, S Recipe::*sec, const char* key, T S::*member,
                std::string doc, Limits limits = {}) {
@@ -55,6 +83,7 @@ FieldSpec bind(const char* section, S Recipe::*sec, const char* key, T S::*membe
   f.optional = Traits::is_optional;
   f.minimum = limits.min;
   f.maximum = limits.max;
+  f.maximum_is_ceiling = limits.ceiling;
   f.minimum_exclusive = limits.min_exclusive;
   f.default_note = std::move(limits.default_note);
   if constexpr (std::is_enum_v<Value>) f.choices = canonical_names<Value>();
@@ -80,33 +109,42 @@ std::vector<FieldSpec> model_fields() {
     return bind("model", &Recipe::model, key, member, std::move(doc), std::move(limits));
   };
   return {
-      m("arch", &S::arch, "Model family: decoder-only GPT, encoder-only BERT, or encoder-decoder T5."),
-      m("num_layers", &S::num_layers, "Transformer layers (T5: encoder layers). Symbol L.", required()),
+      m("arch", &S::arch,
+        "Model family: decoder-only GPT, encoder-only BERT, or encoder-decoder T5."),
+      m("num_layers", &S::num_layers, "Transformer layers (T5: encoder layers). Symbol L.",
+        required(up_to(kMaxLayers))),
       m("decoder_num_layers", &S::decoder_num_layers, "T5 decoder layers.",
-        derived("model.num_layers")),
-      m("hidden_size", &S::hidden_size, "Width of the residual stream. Symbol h.", required()),
-      m("num_attention_heads", &S::num_attention_heads, "Attention heads. Symbol a.", required()),
+        derived("model.num_layers", up_to(kMaxLayers))),
+      m("hidden_size", &S::hidden_size, "Width of the residual stream. Symbol h.",
+        required(up_to(kMaxWidth))),
+      m("num_attention_heads", &S::num_attention_heads, "Attention heads. Symbol a.",
+        required(up_to(kMaxHeads))),
       m("num_query_groups", &S::num_query_groups,
         "Key/value heads for grouped-query attention (1 = multi-query). Symbol g.",
-        derived("model.num_attention_heads (multi-head attention)")),
+        derived("model.num_attention_heads (multi-head attention)", up_to(kMaxHeads))),
       m("kv_channels", &S::kv_channels, "Channels per attention head. Symbol d.",
-        derived("hidden_size / num_attention_heads")),
+        derived("hidden_size / num_attention_heads", up_to(kMaxWidth))),
       m("ffn_hidden_size", &S::ffn_hidden_size, "Width of the MLP. Symbol F.",
-        derived("4 x hidden_size for GeLU; 8/3 x hidden_size rounded up to a multiple of 256 for SwiGLU")),
-      m("vocab_size", &S::vocab_size, "Tokenizer vocabulary size before padding.", required()),
+        derived("4 x hidden_size for GeLU; 8/3 x hidden_size rounded up to a multiple of 256 for "
+                "SwiGLU",
+                up_to(kMaxFfnWidth))),
+      m("vocab_size", &S::vocab_size, "Tokenizer vocabulary size before padding.",
+        required(up_to(kMaxVocab))),
       m("make_vocab_size_divisible_by", &S::make_vocab_size_divisible_by,
         "Pad the vocabulary to a multiple of this times the tensor-parallel size (as Megatron).",
-        kPositive),
+        up_to(kMaxVocabMultiple)),
       m("max_position_embeddings", &S::max_position_embeddings,
-        "Rows of the learned position table.", derived("data.seq_length")),
+        "Rows of the learned position table.", derived("data.seq_length", up_to(kMaxSequence))),
       m("position_embedding", &S::position_embedding,
         "Learned absolute positions or rotary embeddings (RoPE)."),
       m("rotary_base", &S::rotary_base, "RoPE base frequency.", {.min = 0, .min_exclusive = true}),
       m("rotary_percent", &S::rotary_percent, "Fraction of each head's channels rotated by RoPE.",
         {.min = 0, .max = 1, .min_exclusive = true}),
       m("normalization", &S::normalization, "LayerNorm or RMSNorm (pre-norm blocks)."),
-      m("norm_epsilon", &S::norm_epsilon, "Epsilon of the norms.", {.min = 0, .min_exclusive = true}),
-      m("activation", &S::activation, "MLP activation: exact GeLU, tanh-approximated GeLU, or SwiGLU."),
+      m("norm_epsilon", &S::norm_epsilon, "Epsilon of the norms.",
+        {.min = 0, .min_exclusive = true}),
+      m("activation", &S::activation,
+        "MLP activation: exact GeLU, tanh-approximated GeLU, or SwiGLU."),
       m("tie_embeddings", &S::tie_embeddings, "Share the word embedding with the output layer."),
       m("add_bias_linear", &S::add_bias_linear, "Biases in the linear layers."),
       m("add_qkv_bias", &S::add_qkv_bias, "Biases in the query/key/value projection.",
@@ -116,7 +154,8 @@ std::vector<FieldSpec> model_fields() {
       m("attention_dropout", &S::attention_dropout, "Dropout on attention probabilities.",
         kProbability),
       m("init_method_std", &S::init_method_std,
-        "Standard deviation of the normal initialisation (output projections scaled by 1/sqrt(2L)).",
+        "Standard deviation of the normal initialisation (output projections scaled by "
+        "1/sqrt(2L)).",
         {.min = 0, .min_exclusive = true}),
       m("flash_attention", &S::flash_attention,
         "Memory-efficient attention: never store the full sequence x sequence scores."),
@@ -130,19 +169,20 @@ std::vector<FieldSpec> parallel_fields() {
     return bind("parallel", &Recipe::parallel, key, member, std::move(doc), std::move(limits));
   };
   return {
-      p("tensor", &S::tensor, "Tensor-parallel size. Symbol t.", kPositive),
-      p("pipeline", &S::pipeline, "Pipeline-parallel size (stages). Symbol p.", kPositive),
+      p("tensor", &S::tensor, "Tensor-parallel size. Symbol t.", up_to(kMaxRanks)),
+      p("pipeline", &S::pipeline, "Pipeline-parallel size (stages). Symbol p.", up_to(kMaxRanks)),
       p("context", &S::context, "Context-parallel size (sequence split across ranks). Symbol c.",
-        kPositive),
+        up_to(kMaxRanks)),
       p("data", &S::data, "Data-parallel size; when given it must match the world. Symbol D.",
-        derived("world size / (tensor x pipeline x context)")),
+        derived("world size / (tensor x pipeline x context)", up_to(kMaxRanks))),
       p("virtual_pipeline", &S::virtual_pipeline,
-        "Model chunks per pipeline rank for the interleaved schedule. Symbol v.", kPositive),
+        "Model chunks per pipeline rank for the interleaved schedule. Symbol v.",
+        up_to(kMaxLayers)),
       p("schedule", &S::schedule, "Pipeline schedule.",
         derived("interleaved when virtual_pipeline > 1, else 1f1b", {})),
       p("layers_per_stage", &S::layers_per_stage,
         "Explicit (uneven) number of layers on each pipeline stage; empty = even split.",
-        kPositive),
+        up_to(kMaxLayers)),
       p("sequence_parallel", &S::sequence_parallel,
         "Shard norms and dropout along the sequence across tensor-parallel ranks."),
       p("distributed_optimizer", &S::distributed_optimizer,
@@ -151,12 +191,12 @@ std::vector<FieldSpec> parallel_fields() {
         "Gradient elements per data-parallel reduction bucket; each bucket's all-reduce (or "
         "reduce-scatter) starts as soon as backward has finished its gradients (Megatron's "
         "--ddp-bucket-size).",
-        derived("max(40,000,000, 1,000,000 x data-parallel size)")),
+        derived("max(40,000,000, 1,000,000 x data-parallel size)", up_to(kMaxTrainingLength))),
       p("timeout_minutes", &S::timeout_minutes,
         "How long a rank waits for its peers in one collective or transfer before the watchdog "
         "stops the job, naming the rank, group, operation and iteration (Megatron's "
         "--distributed-timeout-minutes).",
-        {.min = 0, .min_exclusive = true}),
+        up_to(kMaxMinutes, {.min = 0, .min_exclusive = true})),
   };
 }
 
@@ -173,9 +213,9 @@ std::vector<FieldSpec> precision_fields() {
       p("min_loss_scale", &S::min_loss_scale, "f16: the dynamic loss scale never drops below this.",
         {.min = 0, .min_exclusive = true}),
       p("loss_scale_window", &S::loss_scale_window,
-        "f16: double the loss scale after this many steps without overflow.", kPositive),
+        "f16: double the loss scale after this many steps without overflow.", up_to(kMaxInterval)),
       p("hysteresis", &S::hysteresis, "f16: overflows tolerated before the scale is halved.",
-        kPositive),
+        up_to(kMaxInterval)),
       p("loss_scale", &S::loss_scale, "f16: a fixed loss scale instead of the dynamic one.",
         derived("dynamic loss scaling", {.min = 0, .min_exclusive = true})),
       p("allow_tf32", &S::allow_tf32, "f32 on GPUs: let GEMMs use TF32 tensor cores."),
@@ -189,35 +229,37 @@ std::vector<FieldSpec> training_fields() {
   };
   return {
       t("micro_batch_size", &S::micro_batch_size, "Sequences per micro-batch per rank. Symbol b.",
-        required()),
-      t("global_batch_size", &S::global_batch_size, "Sequences per iteration over all ranks. Symbol B.",
-        required()),
+        required(up_to(kMaxBatch))),
+      t("global_batch_size", &S::global_batch_size,
+        "Sequences per iteration over all ranks. Symbol B.", required(up_to(kMaxBatch))),
       t("train_iters", &S::train_iters, "Training length in iterations.",
-        derived("from train_samples or train_tokens")),
+        derived("from train_samples or train_tokens", up_to(kMaxTrainingLength))),
       t("train_samples", &S::train_samples, "Training length in sequences.",
-        derived("unused when train_iters is given")),
-      t("train_tokens", &S::train_tokens, "Training length in tokens (train_samples = tokens / seq_length).",
-        derived("unused when train_iters or train_samples is given")),
+        derived("unused when train_iters is given", up_to(kMaxTrainingLength))),
+      t("train_tokens", &S::train_tokens,
+        "Training length in tokens (train_samples = tokens / seq_length).",
+        derived("unused when train_iters or train_samples is given", up_to(kMaxTrainingLength))),
       t("rampup_batch_size", &S::rampup_batch_size,
         "Batch-size ramp-up as Megatron: [start, increment, ramp samples]; empty = none.",
-        kPositive),
+        up_to(kMaxTrainingLength)),
       t("exit_duration_minutes", &S::exit_duration_minutes,
         "Stop training once this much wall-clock time has passed (Megatron's "
         "--exit-duration-in-mins).",
-        derived("no limit", {.min = 0, .min_exclusive = true})),
+        derived("no limit", up_to(kMaxMinutes, {.min = 0, .min_exclusive = true}))),
       t("optimizer", &S::optimizer, "AdamW (decoupled weight decay) or SGD with momentum."),
       t("lr", &S::lr, "Peak learning rate.", required({.min = 0, .min_exclusive = true})),
       t("min_lr", &S::min_lr, "Learning rate at the end of decay.", kNonNegative),
       t("lr_decay_style", &S::lr_decay_style, "Learning-rate decay after warmup."),
-      t("lr_warmup_iters", &S::lr_warmup_iters, "Linear warmup iterations.", kNonNegative),
+      t("lr_warmup_iters", &S::lr_warmup_iters, "Linear warmup iterations.",
+        up_to(kMaxTrainingLength, kNonNegative)),
       t("lr_warmup_fraction", &S::lr_warmup_fraction,
         "Warmup as a fraction of the decay iterations (instead of lr_warmup_iters).",
         derived("lr_warmup_iters", kProbability)),
       t("lr_decay_iters", &S::lr_decay_iters, "Iterations over which the rate decays.",
-        derived("the training iterations")),
+        derived("the training iterations", up_to(kMaxTrainingLength))),
       t("lr_wsd_decay_iters", &S::lr_wsd_decay_iters,
         "WSD: iterations of the final decay phase (the rest is warmup then stable).",
-        derived("10% of the decay iterations")),
+        derived("10% of the decay iterations", up_to(kMaxTrainingLength))),
       t("lr_wsd_decay_style", &S::lr_wsd_decay_style, "WSD: shape of the final decay phase."),
       t("adam_beta1", &S::adam_beta1, "AdamW first-moment decay.", {.min = 0, .max = 1}),
       t("adam_beta2", &S::adam_beta2, "AdamW second-moment decay.", {.min = 0, .max = 1}),
@@ -231,7 +273,7 @@ std::vector<FieldSpec> training_fields() {
         "Activation recompute: none, selective (attention core), or full (whole blocks)."),
       t("recompute_num_layers", &S::recompute_num_layers,
         "Full recompute: blocks per pipeline stage that are recomputed.",
-        derived("every layer of the stage")),
+        derived("every layer of the stage", up_to(kMaxLayers))),
       t("seed", &S::seed, "Random seed for initialisation, data order and dropout.", kNonNegative),
   };
 }
@@ -247,15 +289,17 @@ std::vector<FieldSpec> data_fields() {
       d("weights", &S::weights, "Blend weights, one per prefix; empty = equal weights.",
         {.min = 0, .min_exclusive = true}),
       d("split", &S::split, "Train, validation, test proportions, e.g. 969,30,1."),
-      d("seq_length", &S::seq_length, "Tokens per sequence. Symbol s.", required()),
+      d("seq_length", &S::seq_length, "Tokens per sequence. Symbol s.",
+        required(up_to(kMaxSequence))),
       d("decoder_seq_length", &S::decoder_seq_length, "T5: decoder tokens per sequence.",
-        derived("data.seq_length")),
+        derived("data.seq_length", up_to(kMaxSequence))),
       d("tokenizer", &S::tokenizer, "Tokenizer type (Megatron-LM's names are accepted too)."),
       d("vocab_file", &S::vocab_file, "Tokenizer vocabulary (vocab.json or vocab.txt).",
         derived("none")),
       d("merge_file", &S::merge_file, "GPT-2 BPE merges (merges.txt).", derived("none")),
       d("tokenizer_model", &S::tokenizer_model, "SentencePiece model file.", derived("none")),
-      d("num_workers", &S::num_workers, "Data-loading threads per rank.", kNonNegative),
+      d("num_workers", &S::num_workers, "Data-loading threads per rank.",
+        up_to(kMaxThreads, kNonNegative)),
       d("mock", &S::mock, "Train on synthetic tokens (no dataset needed)."),
   };
 }
@@ -273,9 +317,9 @@ std::vector<FieldSpec> other_fields() {
                     "checkpoint.save holds none of this run's own.",
                     derived("none: a fresh run, or checkpoint.save's latest when there is one")));
     out.push_back(c("interval", &S::interval, "Save every this many iterations.",
-                    derived("only at the end")));
+                    derived("only at the end", up_to(kMaxInterval))));
     out.push_back(c("keep_last", &S::keep_last, "Keep only the newest K checkpoints.",
-                    derived("keep all")));
+                    derived("keep all", up_to(kMaxInterval))));
     out.push_back(c("async_save", &S::async_save, "Write checkpoints from a background thread."));
   }
   {
@@ -284,7 +328,7 @@ std::vector<FieldSpec> other_fields() {
       return bind("logging", &Recipe::logging, key, member, std::move(doc), std::move(limits));
     };
     out.push_back(l("interval", &S::interval, "Print a training line every this many iterations.",
-                    kPositive));
+                    up_to(kMaxInterval)));
     out.push_back(l("level", &S::level, "Log level."));
     out.push_back(l("run_dir", &S::run_dir, "Directory for JSON-lines metrics and logs.",
                     derived("none")));
@@ -297,16 +341,17 @@ std::vector<FieldSpec> other_fields() {
       return bind("eval", &Recipe::eval, key, member, std::move(doc), std::move(limits));
     };
     out.push_back(e("interval", &S::interval, "Validate every this many iterations.",
-                    derived("no validation")));
-    out.push_back(e("iters", &S::iters, "Validation iterations each time.", kPositive));
+                    derived("no validation", up_to(kMaxInterval))));
+    out.push_back(e("iters", &S::iters, "Validation iterations each time.", up_to(kMaxEvalIters)));
   }
   {
     using S = ClusterSection;
     auto c = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
       return bind("cluster", &Recipe::cluster, key, member, std::move(doc), std::move(limits));
     };
-    out.push_back(c("nodes", &S::nodes, "Nodes in the job.", kPositive));
-    out.push_back(c("gpus_per_node", &S::gpus_per_node, "Ranks (GPUs) per node.", kPositive));
+    out.push_back(c("nodes", &S::nodes, "Nodes in the job.", up_to(kMaxRanks)));
+    out.push_back(
+        c("gpus_per_node", &S::gpus_per_node, "Ranks (GPUs) per node.", up_to(kMaxGpusPerNode)));
     out.push_back(c("hardware", &S::hardware,
                     "Hardware profile for `megatron plan`: a100-80gb, h100-sxm, h200 or cpu."));
     out.push_back(c("device", &S::device,
@@ -334,7 +379,7 @@ std::vector<FieldSpec> build_fields() {
 std::string FieldSpec::type_description() const {
   auto bounds = [&]() -> std::string {
     std::string out;
-    auto text = [](double v) { return fmt::format("{}", v); };
+    auto text = [](double v) { return codec::bound_text(v); };
     if (minimum && maximum && !minimum_exclusive)
       return " in [" + text(*minimum) + ", " + text(*maximum) + "]";
     if (minimum) out += (minimum_exclusive ? " > " : " >= ") + text(*minimum);

@@ -31,6 +31,9 @@ struct FieldSpec {
   bool optional = false;                // may be unset (null): derived or unused when absent
   std::optional<double> minimum;        // inclusive, for numbers and list elements
   std::optional<double> maximum;        // inclusive
+  // The maximum is a ceiling far above any real job rather than a property of the value: it
+  // keeps every size, product and loop derived from the value exact and short.
+  bool maximum_is_ceiling = false;
   bool minimum_exclusive = false;
   std::vector<std::string> choices;     // canonical names, for ValueKind::Choice
   std::string default_note;             // how an unset optional value is derived

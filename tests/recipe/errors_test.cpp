@@ -28,7 +28,7 @@ TEST_F(RecipeTest, UnknownSectionSuggestsTheClosestSection) {
 
 TEST_F(RecipeTest, WrongTypeNamesTheExpectedTypeAndWhatWasFound) {
   EXPECT_EQ(error_of("model:\n  num_layers: four\n"),
-            file() + ":2:15: model.num_layers: expected an integer >= 1, got 'four'");
+            file() + ":2:15: model.num_layers: expected an integer in [1, 100000], got 'four'");
   EXPECT_THAT(error_of(kMinimalRecipe, {"training.lr=[1, 2]"}),
               HasSubstr("training.lr: expected a number > 0, got a list"));
   EXPECT_THAT(error_of(std::string(kMinimalRecipe) + "parallel:\n  sequence_parallel: maybe\n"),
@@ -36,8 +36,9 @@ TEST_F(RecipeTest, WrongTypeNamesTheExpectedTypeAndWhatWasFound) {
 }
 
 TEST_F(RecipeTest, FractionalValueForAnIntegerIsATypeError) {
-  EXPECT_THAT(error_of(kMinimalRecipe, {"training.micro_batch_size=2.5"}),
-              HasSubstr("training.micro_batch_size: expected an integer >= 1, got '2.5'"));
+  EXPECT_THAT(
+      error_of(kMinimalRecipe, {"training.micro_batch_size=2.5"}),
+      HasSubstr("training.micro_batch_size: expected an integer in [1, 100000000], got '2.5'"));
 }
 
 TEST_F(RecipeTest, UnknownChoiceListsTheChoicesAndTheClosestOne) {
@@ -128,7 +129,8 @@ TEST_F(RecipeTest, OverrideOfAnUnknownKeySuggestsTheClosest) {
 
 TEST_F(RecipeTest, OverrideIsTypeCheckedAgainstTheSchema) {
   EXPECT_EQ(error_of(kMinimalRecipe, {"parallel.tensor=two"}),
-            "override 'parallel.tensor=two': parallel.tensor: expected an integer >= 1, got 'two'");
+            "override 'parallel.tensor=two': parallel.tensor: expected an integer in [1, 1000000], "
+            "got 'two'");
 }
 
 TEST_F(RecipeTest, ReferenceToAnUnknownKeySuggestsTheClosest) {
