@@ -3,7 +3,7 @@
 # Idempotent: when every package is present it only checks, in well under a second.
 # `--test` adds what only the test suite needs: Debian's PyTorch and NumPy, the independent
 # reference the whole-model tests compare against, and h5py, which reads checkpoints as any
-# HDF5 user would.
+# HDF5 user would. `--fuzz` adds clang with libFuzzer and its OpenMP (scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(
@@ -15,6 +15,9 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(python3-torch python3-numpy python3-h5py)
+fi
+if [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=(clang libclang-rt-dev libomp-dev)
 fi
 
 missing=()

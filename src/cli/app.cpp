@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "core/logging.hpp"
 #include "dist/launcher.hpp"
 #include "recipe/enum_names.hpp"
@@ -16,7 +17,8 @@ namespace megatron::cli {
 namespace {
 
 int report(const std::string& message, int code) {
-  std::cerr << "megatron: error: " << message << "\n";
+  // Messages quote input (keys, file content): whatever they hold, the answer stays one line.
+  std::cerr << "megatron: error: " << one_line(message) << "\n";
   return code;
 }
 

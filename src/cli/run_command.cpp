@@ -1,16 +1,17 @@
 // `megatron run RECIPE [overrides] [--run-dir DIR] [--threads N] [--time-limit MINUTES]
 // [--nproc N]`: one process, one rank of an mpirun / srun job, or (--nproc) a local job of N.
-#include <sched.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/limits.hpp"
+#include "ckpt/directory.hpp"
 #include "core/error.hpp"
+#include "core/parallelism.hpp"
 #include "dist/launcher.hpp"
 #include "recipe/compile.hpp"
 #include "train/trainer.hpp"
@@ -26,14 +27,8 @@ struct RunArgs {
   std::optional<double> time_limit;
   int nproc = 0;
   std::string device;
+  bool force = false;
 };
-
-// The cores this process may run on (its affinity mask: a container's or a job's share).
-unsigned usable_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 std::string self_path() {
   std::error_code ec;
@@ -70,6 +65,8 @@ std::string self_path() {
     argv.push_back("--time-limit");
     argv.push_back(fmt::format("{}", *args.time_limit));
   }
+  // The run directory was checked here, before any rank started.
+  argv.push_back("--force");
   std::vector<char*> raw;
   for (std::string& a : argv) raw.push_back(a.data());
   raw.push_back(nullptr);
@@ -95,6 +92,26 @@ void require_one_rank(const std::string& file, const recipe::CompileOptions& opt
       wanted.derived.world_size, file, wanted.derived.world_size, wanted.derived.world_size));
 }
 
+// A run directory that already holds an earlier run's metrics is only written into by the run
+// that continues it (its checkpoint.save holds a checkpoint to resume) or with --force: two
+// runs' lines in one metrics.jsonl would read as one run.
+void refuse_earlier_run_dir(const RunArgs& args, const recipe::CompiledRecipe& compiled) {
+  if (args.force) return;
+  const auto& logging = compiled.recipe.logging;
+  const std::string dir = !args.run_dir.empty() ? args.run_dir : logging.run_dir.value_or("");
+  if (dir.empty()) return;  // the default is a new directory named for the time
+  const std::filesystem::path metrics = std::filesystem::path(dir) / "metrics.jsonl";
+  std::error_code ec;
+  if (std::filesystem::file_size(metrics, ec) == 0 || ec) return;
+  const auto& save = compiled.recipe.checkpoint.save;
+  if (save && ckpt::resolve_checkpoint(*save)) return;  // this run resumes that one
+  throw UserError(fmt::format(
+      "run directory {} already holds an earlier run's metrics ({}), and this run does not "
+      "resume from a checkpoint: choose another --run-dir (or logging.run_dir), remove it, or "
+      "pass --force to append to it",
+      dir, metrics.string()));
+}
+
 void run(RunArgs args) {
   // --device is cluster.device, so mpirun's ranks and the saved recipe see it as an override.
   if (!args.device.empty()) args.overrides.push_back("cluster.device=" + args.device);
@@ -111,6 +128,7 @@ void run(RunArgs args) {
   }
   if (world == 1) require_one_rank(args.file, options);
   const recipe::CompiledRecipe compiled = recipe::compile(args.file, options);
+  if (launch.rank == 0) refuse_earlier_run_dir(args, compiled);
   if (args.nproc > 1) launch_local_job(args, compiled);
   train::TrainOptions train_options{.threads = args.threads, .overrides = args.overrides};
   if (!args.run_dir.empty()) train_options.run_dir = args.run_dir;
@@ -134,17 +152,20 @@ void add_run_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--threads", args->threads,
                   "CPU threads (default: OMP_NUM_THREADS, else every core); results do not "
                   "depend on it")
-      ->check(CLI::PositiveNumber);
+      ->check(parallelism("threads"));
   cmd->add_option("--time-limit", args->time_limit,
                   "Stop after this many minutes (overrides training.exit_duration_minutes)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--device", args->device,
                   "Compute on the cpu or on cuda GPUs, one per rank (overrides cluster.device; "
                   "default auto: cpu when cluster.hardware is cpu, else cuda)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--nproc", args->nproc,
                   "Start a local job of this many ranks (mpirun -np N) for the recipe's layout")
-      ->check(CLI::PositiveNumber);
+      ->check(parallelism("processes"));
+  cmd->add_flag("--force", args->force,
+                "Write into a run directory that holds an earlier run's metrics (appending to "
+                "metrics.jsonl) although this run does not resume from its checkpoint");
   actions.emplace_back(cmd, [args] { run(*args); });
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/limits.hpp"
 #include "cli/progress_line.hpp"
 #include "data/bpe_trainer.hpp"
 #include "data/bpe_word_counts.hpp"
@@ -44,7 +45,7 @@ void add_train(CLI::App& group, Actions& actions) {
                   "Merge only pairs seen at least this often (default: 2)");
   cmd->add_option("--workers", args->counting.workers,
                   "Threads that read and pre-tokenize the input; the result is the same for any")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1 << 30));  // the ceiling: data/worker_limit.hpp
   cmd->add_flag("--force", args->force, "Replace vocab.json and merges.txt if they exist");
   cmd->add_flag("--quiet", args->quiet, "No progress line");
   actions.emplace_back(cmd, [args] {

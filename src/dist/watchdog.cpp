@@ -1,6 +1,7 @@
 #include "dist/watchdog.hpp"
 
 #include <semaphore.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -103,10 +104,37 @@ Slot& this_thread_slot() {
 
 Registry* g_registry = nullptr;  // for the signal handler: set before it is installed
 
+// "megatron: error: rank 3: a second SIGINT ...": composed with async-signal-safe calls only.
+void write_second_signal_message(int signal) {
+  char line[512];
+  std::size_t n = 0;
+  auto put = [&](const char* text) {
+    while (*text && n + 1 < sizeof line) line[n++] = *text++;
+  };
+  put("megatron: error: rank ");
+  char digits[16];
+  int len = 0;
+  for (unsigned v = unsigned(g_registry->world_rank.load()); len == 0 || v > 0; v /= 10)
+    digits[len++] = char('0' + v % 10);
+  while (len > 0 && n + 1 < sizeof line) line[n++] = digits[--len];
+  put(": a second ");
+  put(signal == SIGINT ? "SIGINT" : signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM");
+  put(" before the iteration boundary the first one asked to stop at: stopped at once, "
+      "without saving a checkpoint (one signal stops at the next boundary, after saving)\n");
+  (void)!::write(STDERR_FILENO, line, n);
+}
+
 extern "C" void on_terminate(int signal) {
   // Only async-signal-safe work here: the watchdog thread reports.
-  g_registry->terminated_by.store(signal);
-  sem_post(&g_registry->wake);
+  Registry& r = *g_registry;
+  if (r.graceful.load() && r.terminated_by.exchange(signal) != 0) {
+    // The user asked twice (Ctrl-C again, `kill` again): an iteration that takes long, or a
+    // rank that cannot reach the boundary, must not make them reach for SIGKILL.
+    write_second_signal_message(signal);
+    ::_exit(128 + signal);
+  }
+  r.terminated_by.store(signal);
+  sem_post(&r.wake);
 }
 
 void install_handler(int signal) {
@@ -125,7 +153,10 @@ void install_termination_report() {
     sem_init(&r.wake, 0, 0);
     g_registry = &r;
     install_handler(SIGTERM);
-    if (r.graceful.load()) install_handler(SIGUSR1);
+    if (r.graceful.load()) {
+      install_handler(SIGUSR1);
+      install_handler(SIGINT);
+    }
   });
 }
 

@@ -22,8 +22,9 @@ class Watchdog {
   static void set_world_rank(int rank);
 };
 
-// Graceful stop (what Slurm's time limit and preemption signals ask for): from now on SIGTERM
-// and SIGUSR1 only set stop_signal(), and training stops at its next iteration boundary. A
+// Graceful stop (what Slurm's time limit and preemption signals ask for): from now on SIGTERM,
+// SIGUSR1 and SIGINT only set stop_signal(), and training stops at its next iteration boundary;
+// a second one of them ends the process at once (exit 128 + signal, one error line). A
 // rank that SIGTERM finds blocked in one communication operation which then makes no progress
 // for `grace` is reported and ended as before: that is a launcher stopping a failed job (Open
 // MPI sends SIGKILL one second after SIGTERM).

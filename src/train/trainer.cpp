@@ -258,8 +258,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
       schedule_kind(r.parallel.schedule, r.parallel.virtual_pipeline);
 
   const ModelSpeed speed = model_speed(c);
-  int64_t train_samples = 0;
-  for (int64_t it = 0; it < d.train_iters; ++it) train_samples += batches.global_batch_at(train_samples);
+  const int64_t train_samples = batches.samples_after(d.train_iters);
   const bool evaluating = r.eval.interval && *r.eval.interval > 0 && r.eval.iters > 0;
   const int64_t valid_samples = evaluating ? r.eval.iters * r.training.global_batch_size : 0;
   const TrainData data = load_train_data(c, train_samples, std::max<int64_t>(valid_samples, 1));
@@ -429,7 +428,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
       checkpointer.poll();
     }
     if (signal != 0) {
-      result.stop_reason = fmt::format("stopped by {}{}", signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM",
+      result.stop_reason = fmt::format("stopped by {}{}",
+                                       signal == SIGUSR1 ? "SIGUSR1" : signal == SIGINT ? "SIGINT" : "SIGTERM",
                                        checkpointer.saving() ? " after saving a checkpoint" : "");
       break;
     }

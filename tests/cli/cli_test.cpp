@@ -45,7 +45,7 @@ TEST(Cli, BadRecipeValueIsOneLineWithTheOverrideAndExitCode2) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "megatron: error: override 'model.hidden_size=wide': model.hidden_size: expected an "
-            "integer >= 1, got 'wide'\n");
+            "integer in [1, 1048576], got 'wide'\n");
 }
 
 TEST(Cli, CrossFieldErrorNamesTheRecipeLine) {

@@ -180,17 +180,19 @@ TEST(RunCommand, ADatasetWithIdsBeyondTheVocabularyIsRefusedWithExitCodeTwo) {
                               "'data.prefixes=[" + prefix + "]' --run-dir " +
                               (dir.path() / "run").string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("megatron: error: sample "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("outside model.vocab_size 96"), std::string::npos) << r.err;
+  // The whole dataset is checked as it opens, before any step.
+  EXPECT_NE(r.err.find("sequence 0 holds token id "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outside the model's vocabulary of 96 ids"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "run" / "metrics.jsonl"));
 }
 
 TEST(RunCommand, ANonFiniteLossStopsTheRunNamingTheIteration) {
+  test_support::TempDir dir;
   const auto r = run_megatron("run " + kSmall +
                               "training.train_iters=20 training.lr=1e30 training.clip_grad=0 "
-                              "--run-dir /tmp/megatron-nan-test");
+                              "--run-dir " + dir.path().string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("megatron: error: iteration "), std::string::npos) << r.err;
-  std::filesystem::remove_all("/tmp/megatron-nan-test");
 }
 
 TEST(RunCommand, ATimeLimitStopsTheRunEarly) {
@@ -217,6 +219,30 @@ TEST(RunCommand, OneProcessWhoseLayoutNeedsSeveralRanksIsToldToStartThem) {
   EXPECT_EQ(r.err.rfind("megatron: error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("needs 2 ranks"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--nproc 2"), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, ARunDirectoryOfAnEarlierRunIsRefusedUnlessForced) {
+  test_support::TempDir dir;
+  const std::string args = "run " + kSmall + "training.train_iters=2 logging.interval=1 --run-dir " +
+                           dir.path().string();
+  ASSERT_EQ(run_megatron(args).exit_code, 0);
+  const auto again = run_megatron(args);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already holds an earlier run's metrics"), std::string::npos) << again.err;
+  EXPECT_EQ(metrics(dir.path()).size(), 2u);  // untouched
+  const auto forced = run_megatron(args + " --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(metrics(dir.path()).size(), 4u);  // appended
+}
+
+TEST(RunCommand, ARunThatResumesWritesIntoItsOwnRunDirectory) {
+  test_support::TempDir dir;
+  const std::string args = "run " + kSmall + "logging.interval=1 checkpoint.save=" +
+                           (dir.path() / "ckpt").string() + " --run-dir " + (dir.path() / "run").string();
+  ASSERT_EQ(run_megatron(args + " training.train_iters=2").exit_code, 0);
+  const auto resumed = run_megatron(args + " training.train_iters=3");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(metrics(dir.path() / "run").size(), 3u);
 }
 
 }  // namespace
