@@ -19,6 +19,7 @@
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
+#include "core/output_dir.hpp"
 #include "core/printable.hpp"
 #include "tensor/tensor.hpp"
 
@@ -42,41 +43,6 @@ fs::path checkpoint_at(const std::string& path) {
                            "iter_NNNNNNN directory or a save directory");
   }
   return *dir;
-}
-
-// The directory --save names, made ready before any work: created when missing, and probed by
-// making (and removing) a directory in it, since permissions alone do not tell (root, /proc,
-// read-only mounts). UserError naming the path the user gave. Returns the directories it
-// created, deepest first, for remove_created() after a failure.
-std::vector<fs::path> prepare_output_dir(const std::string& flag, const std::string& dir) {
-  std::error_code ec;
-  std::vector<fs::path> created;
-  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec) && p != p.parent_path();
-       p = p.parent_path()) {
-    created.push_back(p);
-  }
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw UserError(fmt::format("{} {}: cannot create this directory ({}); choose a writable "
-                                "location",
-                                flag, dir, ec ? ec.message() : "a file is in the way"));
-  }
-  std::string probe = (fs::path(dir) / ".megatron-probe-XXXXXX").string();
-  if (::mkdtemp(probe.data()) == nullptr) {
-    const std::string why = std::strerror(errno);
-    for (const fs::path& p : created) fs::remove(p, ec);
-    throw UserError(fmt::format("{} {}: cannot write into this directory ({}); choose a writable "
-                                "directory",
-                                flag, dir, why));
-  }
-  fs::remove(probe, ec);
-  return created;
-}
-
-// Removes the directories prepare_output_dir created, where a failure left them empty.
-void remove_created(const std::vector<fs::path>& created) {
-  std::error_code ec;
-  for (const fs::path& p : created) fs::remove(p, ec);  // never removes a non-empty directory
 }
 
 struct ConvertArgs {

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
 #include "cli/progress_line.hpp"
+#include "core/output_dir.hpp"
 #include "data/bpe_trainer.hpp"
 #include "data/bpe_word_counts.hpp"
 #include "data/gpt2_bpe_writer.hpp"
@@ -52,6 +53,8 @@ void add_train(CLI::App& group, Actions& actions) {
     // Refuse what can be refused before reading a possibly large corpus.
     data::check_bpe_train_options(args->training);
     data::check_gpt2_bpe_destination(args->output_dir, args->force);
+    const std::vector<std::filesystem::path> created =
+        prepare_output_dir("--output-dir", args->output_dir);
     const auto start = std::chrono::steady_clock::now();
     auto since = [](auto t) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -75,19 +78,26 @@ void add_train(CLI::App& group, Actions& actions) {
       on_count = [&](const data::WordCountProgress& p) { show_count(p, false); };
       on_merge = [&](const data::BpeTrainProgress& p) { show_merges(p, false); };
     }
-    const data::WordCountSummary counts = data::count_words(args->counting, on_count);
-    if (!args->quiet) show_count(counts, true);
-    const auto training_start = std::chrono::steady_clock::now();
-    const data::BpeVocabulary vocabulary = data::train_bpe(counts.words, args->training, on_merge);
-    if (!args->quiet) {
-      show_merges({.merges = static_cast<int64_t>(vocabulary.merges.size()),
-                   .tokens = static_cast<int64_t>(vocabulary.tokens.size()),
-                   .target_tokens = args->training.vocab_size - 1,
-                   .seconds = since(training_start)},
-                  true);
+    data::WordCountSummary counts;
+    data::BpeVocabulary vocabulary;
+    data::Gpt2BpeFiles files;
+    try {
+      counts = data::count_words(args->counting, on_count);
+      if (!args->quiet) show_count(counts, true);
+      const auto training_start = std::chrono::steady_clock::now();
+      vocabulary = data::train_bpe(counts.words, args->training, on_merge);
+      if (!args->quiet) {
+        show_merges({.merges = static_cast<int64_t>(vocabulary.merges.size()),
+                     .tokens = static_cast<int64_t>(vocabulary.tokens.size()),
+                     .target_tokens = args->training.vocab_size - 1,
+                     .seconds = since(training_start)},
+                    true);
+      }
+      files = data::write_gpt2_bpe(vocabulary, args->output_dir, args->force);
+    } catch (...) {
+      remove_created(created);  // a failed run leaves no new empty directories
+      throw;
     }
-    const data::Gpt2BpeFiles files =
-        data::write_gpt2_bpe(vocabulary, args->output_dir, args->force);
     const double seconds = since(start);
     std::cout << fmt::format(
         "trained a vocabulary of {} tokens ({} merges) from {} distinct words ({} in all, {} "

@@ -94,7 +94,15 @@ IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, TokenType type)
   docs_tmp_ = idx_tmp_.string() + ".docs";
   // A destructor does not run for a constructor that throws: the files opened so far go here.
   try {
-    bin_ = open_or_throw(bin_tmp_, "wb");
+    bin_ = std::fopen(bin_tmp_.c_str(), "wb");
+    if (!bin_) {
+      // The first file of the output's directory: a directory that cannot take it is the
+      // user's to change, and the message names the output, not the temporary file.
+      throw UserError(fmt::format("cannot write the dataset {} in '{}': {}; choose a writable "
+                                  "output prefix",
+                                  prefix_, parent.empty() ? "." : parent.string(),
+                                  std::strerror(errno)));
+    }
     lengths_ = open_or_throw(lengths_tmp_, "w+b");
     docs_ = open_or_throw(docs_tmp_, "w+b");
     const int64_t zero = 0;
@@ -287,15 +295,16 @@ IndexedDataset::IndexedDataset(const std::string& prefix) : prefix_(prefix) {
           idx.string(), token_type_name(type_), code));
     std::memcpy(&sequence_count_, bytes + 18, 8);
     std::memcpy(&document_count_, bytes + 26, 8);
-    // In 128 bits the size the counts imply cannot overflow, however large the counts are, so
-    // nothing is allocated or mapped on the strength of a header that lies.
-    using u128 = unsigned __int128;
-    const u128 expected = u128{kHeaderBytes} + u128{sequence_count_} * 12 + u128{document_count_} * 8;
-    if (expected != idx_size_)
+    // Each count is bounded by the file before the size they imply is computed, so the sum
+    // cannot overflow and nothing is allocated or mapped on the strength of a header that lies.
+    const bool fits = sequence_count_ <= idx_size_ / 12 && document_count_ <= idx_size_ / 8;
+    const uint64_t expected = fits ? kHeaderBytes + sequence_count_ * 12 + document_count_ * 8 : 0;
+    if (!fits || expected != idx_size_)
       throw UserError(fmt::format(
           "'{}' is corrupt: it has {} bytes, but its header's {} sequences and {} document "
           "indices need {}; {}",
-          idx.string(), idx_size_, sequence_count_, document_count_, expected, kRemake));
+          idx.string(), idx_size_, sequence_count_, document_count_,
+          fits ? std::to_string(expected) : "more than that", kRemake));
     if (document_count_ < 1)
       throw UserError(fmt::format(
           "'{}' is corrupt: its header gives 0 document indices, expected at least 1 (the "

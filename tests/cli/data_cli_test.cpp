@@ -54,6 +54,16 @@ TEST(DataCli, PreprocessInspectAndMergeTheBundledCorpus) {
   EXPECT_THAT(merge.out, StartsWith("merged 2 datasets: 540 documents, 540 sequences"));
 }
 
+TEST(DataCli, PreprocessIntoAnUnwritableDirectoryNamesTheOutputAndExitsTwo) {
+  const auto r = run_megatron(
+      "preprocess --input data/corpora/austen.jsonl --output-prefix /proc/megatron-out --quiet "
+      "--tokenizer bert-wordpiece-lowercase --vocab-file data/tokenizers/bert-base-uncased/vocab.txt");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot write the dataset /proc/megatron-out_text_document in '/proc'"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(".tmp-"), std::string::npos) << r.err;  // no internal file names
+}
+
 TEST(DataCli, UnknownTokenizerSuggestsTheClosest) {
   test_support::TempDir dir;
   const auto input = dir.write("in.jsonl", "{\"text\": \"x\"}\n");

@@ -67,6 +67,15 @@ TEST(TokenizerCli, RefusesToReplaceATokenizerWithoutForce) {
   EXPECT_EQ(run_megatron(args + " --force").exit_code, 0);
 }
 
+TEST(TokenizerCli, AnUnwritableOutputDirectoryIsRefusedBeforeTheCorpusIsRead) {
+  test_support::TempDir dir;
+  const std::string input = dir.write("in.jsonl", "{\"text\": \"abab\"}\n").string();
+  const auto r = run_megatron("tokenizer train --quiet --input " + input +
+                              " --vocab-size 300 --output-dir /proc/megatron-tokenizer");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, StartsWith("megatron: error: --output-dir /proc/megatron-tokenizer: cannot "));
+}
+
 TEST(TokenizerCli, AVocabularySizeBelow257IsBadInput) {
   test_support::TempDir dir;
   const std::string input = dir.write("in.jsonl", "{\"text\": \"abab\"}\n").string();

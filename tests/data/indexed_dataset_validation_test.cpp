@@ -51,7 +51,7 @@ TEST_F(CorruptIndex, HeaderCountsWhoseSizeOverflows64BitsAreRejectedBeforeAlloca
   const uint64_t n = uint64_t{1} << 62;
   EXPECT_THAT(open_error(idx_bytes(kU16, n, 1, {}, {}, {0}), ""),
               AllOf(HasSubstr("ds.idx' is corrupt"), HasSubstr("4611686018427387904 sequences"),
-                    HasSubstr("need 55340232221128654890"), HasSubstr(kRemake)));
+                    HasSubstr("need more than that"), HasSubstr(kRemake)));
 }
 
 TEST_F(CorruptIndex, ZeroDocumentIndicesAreRejected) {
