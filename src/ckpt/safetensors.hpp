@@ -46,6 +46,8 @@ class SafetensorsFile {
   void read(const SafetensorsEntry& e, int64_t offset, std::span<std::byte> out) const;
 
  private:
+  void read_header();  // parses and checks the header of the open fd_
+
   std::filesystem::path path_;
   int fd_ = -1;
   int64_t data_start_ = 0;

@@ -165,6 +165,18 @@ TEST(Safetensors, ADirectoryIsNotASafetensorsFile) {
   }
 }
 
+TEST(Safetensors, AMalformedFileLeavesNoDescriptorOpen) {
+  test_support::TempDir dir;
+  const auto file = dir.write("bad.safetensors", std::string("\x10\0\0\0\0\0\0\0{not json}      ", 24));
+  auto open_descriptors = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  const auto before = open_descriptors();
+  for (int i = 0; i < 20; ++i) EXPECT_THROW(ckpt::SafetensorsFile{file}, UserError);
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 TEST(Safetensors, AWriterLeavesNoFileUnlessEveryByteCame) {
   test_support::TempDir dir;
   const auto path = dir.path() / "short.safetensors";

@@ -103,6 +103,120 @@ def hf_config():
         "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": False}))
 
 
+def checkpoint():
+    # Edit sequences for checkpoint_fuzz.cpp, whose header describes the encoding; each seed
+    # names the check it should reach. The empty input is the untouched checkpoint.
+    objects = ["/", "/model", "/model/w", "/model/b", "/optimizer", "/optimizer/exp_avg",
+               "/optimizer/exp_avg/w", "/model/x", "/optimizer/master/w", "/optimizer/momentum/w"]
+    attributes = ["format", "format_version", "iteration", "consumed_samples", "skipped_iterations",
+                  "optimizer_steps", "loss_scale", "loss_scale_growth_tracker",
+                  "loss_scale_hysteresis_tracker", "world_size", "tensor_parallel",
+                  "pipeline_parallel", "data_parallel", "virtual_pipeline", "sequence_parallel",
+                  "distributed_optimizer", "dtype", "optimizer", "seed", "model_keys",
+                  "model_values", "recipe", "recipe_original", "overrides", "created",
+                  "megatron_version", "global_shape", "split", "parts", "tp_rank", "tp_size",
+                  "shard_offset", "crc32", "rank"]
+    tensors = ["/model/w", "/model/b", "/optimizer/exp_avg/w"]
+    index, rank0, rank1 = 0, 1, 2
+
+    def integer(v):
+        return bytes([v + 16]) if -16 <= v < 0xE0 - 16 else b"\xf0" + struct.pack("<q", v)
+
+    def text(s):
+        s = s.encode() if isinstance(s, str) else s
+        return bytes([len(s)]) + s
+
+    def where(file, obj, attr):
+        return bytes([file, objects.index(obj), attributes.index(attr)])
+
+    def set_int(file, obj, attr, v):
+        return bytes([0]) + where(file, obj, attr) + integer(v)
+
+    def set_text(file, obj, attr, s):
+        return bytes([1]) + where(file, obj, attr) + text(s)
+
+    def set_ints(file, obj, attr, values):
+        return bytes([2]) + where(file, obj, attr) + bytes([len(values)]) + b"".join(map(integer, values))
+
+    def set_double(file, obj, attr, v, how=0):  # how: 0 the value, 1 NaN, 2 infinity
+        return bytes([3]) + where(file, obj, attr) + integer(v) + bytes([how])
+
+    def set_odd(file, obj, attr, kind, v=0):  # kind: 0 variable-length string, 1 uint64, ...
+        return bytes([4]) + where(file, obj, attr) + bytes([kind]) + integer(v)
+
+    def delete_object(file, obj):
+        return bytes([6, file, objects.index(obj)])
+
+    def rewrite_piece(file, tensor, numel, dtype, flags):
+        # dtype: 0 f32, 1 bf16, 2 f16, 3 f32 BE; flags: 1 fix the CRC, << 1: 1-D, 2-D, scalar,
+        # << 3: contiguous, chunked, compact, external
+        return bytes([7, file, tensors.index(tensor)]) + integer(numel) + bytes([dtype, flags])
+
+    def edit_mapping(tensor, which, field, value=b""):
+        return bytes([8, index, tensors.index(tensor), which, field]) + value
+
+    def reshape(file, tensor, dims, dtype=0, flags=0):  # flags: 1 keep type, 2 keep shape, 4 plain
+        return bytes([9, file, tensors.index(tensor), dtype, len(dims), flags]) + b"".join(map(integer, dims))
+
+    def add_link(file, path, target, kind, other=0):  # kind: 0 soft, 1 external, 2 hard, 3 copy
+        return bytes([10, file, objects.index(path), objects.index(target), kind, other])
+
+    def file_op(file, kind, arg=0):  # kind: 0 remove, 1 copy from, 2 truncate to arg/256, 3 a directory
+        return bytes([12, file, kind, arg])
+
+    seeds = {
+        "untouched": b"",
+        "largest-counts": set_int(index, "/", "iteration", 10**12) +
+            set_int(index, "/", "consumed_samples", 10**15) +
+            set_text(index, "/", "created", "\x1b[31m\n") + set_text(index, "/", "recipe", ""),
+        "piece-rewritten-alike": rewrite_piece(rank1, "/model/b", 5, 1, 1),
+        "iteration-negative": set_int(index, "/", "iteration", -1),
+        "consumed-samples-huge": set_int(index, "/", "consumed_samples", 1 << 62),
+        "iteration-array": set_ints(index, "/", "iteration", [1, 2, 3]),
+        "iteration-string": set_odd(index, "/", "iteration", 0),
+        "iteration-uint64": set_odd(index, "/", "iteration", 1, -1),
+        "loss-scale-nan": set_double(index, "/", "loss_scale", 0, 1),
+        "dtype-unknown": set_text(index, "/", "dtype", b"f64\x01"),
+        "dtype-other": set_text(index, "/", "dtype", "f16"),
+        "layout-not-dividing": set_int(index, "/", "tensor_parallel", 3),
+        "world-without-rank-file": set_int(index, "/", "world_size", 4) + set_int(index, "/", "data_parallel", 2),
+        "split-unknown": set_text(index, "/model/w", "split", "diagonal"),
+        "parts-not-dividing": set_int(index, "/model/w", "parts", 3),
+        "piece-short-crc-fixed": rewrite_piece(rank1, "/model/w", 3, 1, 1),
+        "piece-other-dtype": rewrite_piece(rank0, "/model/w", 6, 0, 1),
+        "piece-chunked": rewrite_piece(rank1, "/model/b", 5, 1, 1 | 1 << 3),
+        "piece-2d": rewrite_piece(rank1, "/model/b", 5, 1, 1 | 1 << 1),
+        "piece-external": rewrite_piece(rank0, "/optimizer/exp_avg/w", 4, 0, 1 | 3 << 3),
+        "piece-huge-extent": reshape(rank1, "/model/b", [1 << 40], flags=1),
+        "piece-bad-crc": set_int(rank0, "/optimizer/exp_avg/w", "crc32", 12345),
+        "piece-outside-shard": set_int(rank1, "/optimizer/exp_avg/w", "shard_offset", 20),
+        "piece-other-global-shape": set_ints(rank0, "/model/w", "global_shape", [4, 4]),
+        "piece-tp-size-zero": set_int(rank1, "/model/w", "tp_size", 0),
+        "piece-missing": delete_object(rank1, "/model/b"),
+        "piece-not-in-index": add_link(rank0, "/model/x", "/model/w", 3),
+        "mapping-outside-checkpoint": edit_mapping("/model/w", 0, 0, text("../rank_00000.h5")),
+        "mapping-rank-past-world": edit_mapping("/model/w", 2, 0, text("rank_00002.h5")),
+        "mapping-other-dataset": edit_mapping("/model/w", 1, 1, text("/model/b")),
+        "mapping-removed": edit_mapping("/model/w", 0, 10),
+        "mapping-twice": edit_mapping("/optimizer/exp_avg/w", 3, 9),
+        "mapping-strided": edit_mapping("/model/w", 0, 11),
+        "mapping-past-piece": edit_mapping("/model/w", 1, 8, integer(7)) + edit_mapping("/model/w", 1, 6, integer(4)),
+        "tensor-reshaped": reshape(index, "/model/b", [6], flags=1),
+        "tensor-3d": reshape(index, "/model/b", [5, 1, 1], flags=1),
+        "tensor-not-virtual": reshape(index, "/model/b", [5], flags=1 | 4),
+        "tensor-big-endian": reshape(index, "/optimizer/exp_avg/w", [], dtype=3, flags=2),
+        "tensor-external-link": add_link(index, "/model/x", "/model/w", 1, rank0),
+        "tensor-soft-link": add_link(index, "/model/x", "/model/w", 0),
+        "rank-file-missing": file_op(rank1, 0),
+        "rank-file-truncated": file_op(rank0, 2, 128),
+        "rank-file-is-index": file_op(rank1, 1, index),
+        "rank-file-directory": file_op(rank0, 3),
+        "index-missing": file_op(index, 0),
+    }
+    for name, data in seeds.items():
+        put("checkpoint", name, data)
+
+
 if __name__ == "__main__":
     recipes()
     overrides()
@@ -110,3 +224,4 @@ if __name__ == "__main__":
     indexed_dataset()
     safetensors()
     hf_config()
+    checkpoint()
