@@ -10,9 +10,13 @@ simdjson::error_code find_last_field(simdjson::ondemand::object& object, std::st
   if (const auto error = object.reset().error()) return error;
   int64_t last = -1, index = 0;
   for (auto field : object) {
-    std::string_view name;
-    if (const auto error = field.unescaped_key().get(name)) return error;
-    if (name == key) last = index;
+    // Raw keys, compared as simdjson's find_field compares them: unescaping every key here
+    // writes into the parser's string buffer, which holds one document's worth, and a second
+    // walk (another --json-keys entry, or the error's list of keys) overran it (found by
+    // fuzzing: tests/fuzz/crashes/corpus/).
+    simdjson::ondemand::raw_json_string name;
+    if (const auto error = field.key().get(name)) return error;
+    if (name.is_equal(key)) last = index;
     ++index;
   }
   if (last < 0) return simdjson::NO_SUCH_FIELD;
