@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <utility>  // std::in_range, which core/checked.hpp uses
 
 #include "core/checked.hpp"
 #include "core/error.hpp"

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <utility>  // std::in_range, which core/checked.hpp uses
 
 #include "core/checked.hpp"
 #include "core/error.hpp"

@@ -38,49 +38,38 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i) {
   return n;
 }
 
-}  // namespace
-
-std::string printable(std::string_view text, std::size_t max_bytes) {
+// The one escaping loop: printable ASCII and well-formed UTF-8 kept, everything else \xNN
+// (a backslash doubled when `double_backslash`, so a quoted value stays unambiguous), at most
+// `max_bytes` of input read, "..." when cut.
+std::string escape_text(std::string_view text, std::size_t max_bytes, bool double_backslash) {
+  const std::string_view head = text.substr(0, max_bytes);
   std::string out;
-  const std::size_t n = text.size() < max_bytes ? text.size() : max_bytes;
-  out.reserve(n + 8);
+  out.reserve(head.size() + 8);
   std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    const std::size_t seq = c >= 0x80 ? utf8_sequence(text.substr(0, n), i) : 0;
-    if (seq > 0) {
-      out.append(text.substr(i, seq));
-      i += seq;
+  while (i < head.size()) {
+    const unsigned char c = static_cast<unsigned char>(head[i]);
+    if (const std::size_t n = c >= 0x80 ? utf8_sequence(head, i) : 0; n > 0) {
+      out.append(head.substr(i, n));
+      i += n;
       continue;
     }
-    if (c == '\\') out += "\\\\";
+    if (c == '\\' && double_backslash) out += "\\\\";
     else if (c < 0x20 || c >= 0x7f) escape(out, c);
     else out += static_cast<char>(c);
     ++i;
   }
-  if (text.size() > n) out += "...";
+  if (text.size() > head.size()) out += "...";
   return out;
 }
 
+}  // namespace
+
+std::string printable(std::string_view text, std::size_t max_bytes) {
+  return escape_text(text, max_bytes, true);
+}
+
 std::string one_line(std::string_view message, std::size_t max_bytes) {
-  std::string out;
-  out.reserve(message.size() < max_bytes ? message.size() : max_bytes);
-  std::size_t i = 0;
-  while (i < message.size() && i < max_bytes) {
-    const unsigned char c = static_cast<unsigned char>(message[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-      ++i;
-    } else if (const std::size_t n = c >= 0x80 ? utf8_sequence(message, i) : 0; n > 0) {
-      out.append(message.substr(i, n));
-      i += n;
-    } else {
-      escape(out, c);
-      ++i;
-    }
-  }
-  if (i < message.size()) out += "...";
-  return out;
+  return escape_text(message, max_bytes, false);
 }
 
 }  // namespace megatron

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <string_view>
-#include <utility>  // std::in_range, which core/checked.hpp uses
 #include <vector>
 
 #include "core/checked.hpp"

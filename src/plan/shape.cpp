@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <utility>  // std::in_range, which core/checked.hpp uses
 
 #include "core/checked.hpp"
 

@@ -1,7 +1,6 @@
 #include "plan/stages.hpp"
 
 #include <numeric>
-#include <utility>  // std::in_range, which core/checked.hpp uses
 
 #include "core/checked.hpp"
 

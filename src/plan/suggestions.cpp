@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
-#include <utility>  // std::in_range, which core/checked.hpp uses
 
 #include "core/checked.hpp"
 #include "core/error.hpp"

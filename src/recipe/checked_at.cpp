@@ -1,5 +1,4 @@
 // Checked arithmetic that points at the recipe key its operands came from.
-#include <utility>  // std::in_range, which core/checked.hpp uses
 
 #include "core/checked.hpp"
 #include "recipe/checks.hpp"

@@ -67,13 +67,6 @@ std::map<std::string, std::vector<std::byte>> tensors_of(const fs::path& dir) {
   return out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Iterations first..last of `run` equal `straight`'s exactly (bitwise doubles).
 void expect_bitwise(const std::vector<Iteration>& straight, const std::vector<Iteration>& resumed,
                     int64_t first) {

@@ -18,6 +18,14 @@ struct CommandResult {
   std::string err;
 };
 
+// A file's whole content ("" when it does not exist).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // `args` is appended to the binary path as shell words (quote them yourself); `prefix` goes
 // before the binary (environment assignments, a wrapper such as timeout).
 inline CommandResult run_megatron_with_env(const std::string& prefix, const std::string& args) {
@@ -30,12 +38,6 @@ inline CommandResult run_megatron_with_env(const std::string& prefix, const std:
   const int status = std::system(command.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
   result.out = slurp(out_file);
   result.err = slurp(err_file);
   return result;

@@ -13,13 +13,6 @@
 namespace megatron::cli {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 struct Stopped {
   int exit_code = -1;
   std::string log;  // stdout and stderr
