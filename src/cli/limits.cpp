@@ -38,6 +38,16 @@ CLI::Validator like_key(const std::string& path) {
   return whole_number(static_cast<long long>(recipe::find_field(path)->maximum.value()));
 }
 
+CLI::Validator rank_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto value = parse_whole(text);
+        if (value && *value >= 0) return "";
+        return fmt::format("{} is not a rank (a whole number from 0)", printable(text, 40));
+      },
+      "RANK");
+}
+
 CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -13,6 +13,8 @@ CLI::Validator whole_number(long long max);
 // A whole number from 1 to the ceiling of the recipe key the flag stands for
 // ("parallel.tensor"), so a flag accepts exactly what its key accepts.
 CLI::Validator like_key(const std::string& path);
+// A rank: a whole number from 0 (the layout says how many there are).
+CLI::Validator rank_number();
 // A positive number (minutes, seconds): finite and above 0.
 CLI::Validator positive_number();
 // A thread or process count: 1 to max_parallelism() (core/parallelism.hpp), saying why when

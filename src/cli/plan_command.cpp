@@ -1,4 +1,5 @@
-// `megatron plan RECIPE [overrides] [--nodes N --gpus-per-node G] [--hardware NAME] [--json]`
+// `megatron plan RECIPE [overrides] [--nodes N --gpus-per-node G] [--hardware NAME] [--rank R]
+// [--json]`
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -7,6 +8,8 @@
 #include "plan/hardware.hpp"
 #include "plan/plan.hpp"
 #include "plan/report.hpp"
+
+#include <nlohmann/json.hpp>
 #include "recipe/compile.hpp"
 #include "recipe/schema.hpp"
 
@@ -19,6 +22,7 @@ struct PlanArgs {
   std::optional<int64_t> nodes;
   std::optional<int64_t> gpus_per_node;
   std::optional<std::string> hardware;
+  std::optional<int64_t> rank;
   bool json = false;
 };
 
@@ -41,7 +45,13 @@ void run_plan(const PlanArgs& args) {
                                                     : it->second.describe() + ": " + e.what());
   }
   const plan::Plan plan = plan::make_plan(compiled, *hardware);
-  if (args.json)
+  if (args.rank && args.json) {
+    nlohmann::json out = plan::to_json(plan, compiled);
+    out["rank"] = plan::rank_to_json(plan, *args.rank);
+    std::cout << out.dump(2) << "\n";
+  } else if (args.rank)
+    std::cout << plan::render_rank(plan, *args.rank);
+  else if (args.json)
     std::cout << plan::to_json(plan, compiled).dump(2) << "\n";
   else
     std::cout << plan::render_text(plan, compiled);
@@ -66,7 +76,12 @@ void add_plan_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--hardware", args->hardware,
                   "Hardware profile: a100-80gb, h100-sxm, h200 or cpu (overrides "
                   "cluster.hardware)");
-  cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_option("--rank", args->rank,
+                  "Show one rank instead: its coordinates, model chunks and layers, and the "
+                  "pipeline program (forward and backward passes in order) it runs")
+      ->check(rank_number());
+  cmd->add_flag("--json", args->json, "Machine-readable output (with --rank: the plan plus a "
+                                      "\"rank\" object)");
   actions.emplace_back(cmd, [args] { run_plan(*args); });
 }
 

@@ -43,9 +43,10 @@ std::string self_path() {
   const unsigned cores = usable_cores();
   const int threads = args.threads > 0 ? args.threads : std::max(1, int(cores) / args.nproc);
   // Every rank must agree on the run directory, so it is settled here, once.
-  const std::string run_dir = !args.run_dir.empty() ? args.run_dir
-                              : compiled.recipe.logging.run_dir ? *compiled.recipe.logging.run_dir
-                                                                : train::default_run_dir(args.file).string();
+  const std::string run_dir =
+      train::run_dir_for(compiled, args.run_dir.empty() ? std::nullopt
+                                                         : std::optional<std::filesystem::path>(args.run_dir))
+          .string();
   std::vector<std::string> argv = {"mpirun"};
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   // More ranks than cores: Open MPI refuses unless told; ranks then yield when they wait.
@@ -83,13 +84,7 @@ void require_one_rank(const std::string& file, const recipe::CompileOptions& opt
   own.world_size.reset();
   own.world_from_layout = true;
   const recipe::CompiledRecipe wanted = recipe::compile(file, own);
-  if (wanted.derived.world_size == 1) return;
-  const auto& p = wanted.recipe.parallel;
-  throw UserError(fmt::format(
-      "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) and this is "
-      "one process: run megatron run --nproc {} {}, or start it with mpirun -np {} / srun -n {}",
-      file, wanted.derived.world_size, p.tensor, p.pipeline, wanted.derived.data_parallel,
-      wanted.derived.world_size, file, wanted.derived.world_size, wanted.derived.world_size));
+  if (wanted.derived.world_size != 1) throw train::wrong_rank_count(wanted, 1);
 }
 
 // A run directory that already holds an earlier run's metrics is only written into by the run

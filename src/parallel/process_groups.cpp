@@ -14,21 +14,26 @@ int ProcessGroups::rank_of(const Coord& c) const {
                             std::to_string(c.cp) + ", dp " + std::to_string(c.dp) + ", pp " +
                             std::to_string(c.pp) + ") is outside the grid");
   }
-  return c.tp + tp_size * (c.cp + cp_size * (c.dp + dp_size * c.pp));
+  return int(layout.rank({.tp = c.tp, .cp = c.cp, .dp = c.dp, .pp = c.pp}));
 }
 
 Coord ProcessGroups::coord_of(int rank) const {
-  if (rank < 0 || rank >= tp_size * cp_size * dp_size * pp_size) {
+  if (rank < 0 || rank >= layout.world) {
     throw std::out_of_range("world rank " + std::to_string(rank) + " is outside the grid");
   }
-  return {.tp = rank % tp_size,
-          .cp = rank / tp_size % cp_size,
-          .dp = rank / (tp_size * cp_size) % dp_size,
-          .pp = rank / (tp_size * cp_size * dp_size)};
+  const plan::Layout::Coord c = layout.coord(rank);
+  return {.tp = int(c.tp), .cp = int(c.cp), .dp = int(c.dp), .pp = int(c.pp)};
 }
 
 ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world, int tp, int cp, int dp,
                                   int pp) {
+  return make_process_groups(std::move(world), plan::Layout{.tp = tp, .cp = cp, .dp = dp, .pp = pp,
+                                                            .world = int64_t{tp} * cp * dp * pp});
+}
+
+ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world,
+                                  const plan::Layout& grid) {
+  const int tp = int(grid.tp), cp = int(grid.cp), dp = int(grid.dp), pp = int(grid.pp);
   const std::string layout = "tp " + std::to_string(tp) + " x cp " + std::to_string(cp) + " x dp " +
                              std::to_string(dp) + " x pp " + std::to_string(pp);
   if (tp < 1 || cp < 1 || dp < 1 || pp < 1) {
@@ -39,7 +44,8 @@ ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world, int
                     std::to_string(int64_t{tp} * cp * dp * pp) + " ranks, but the job has " +
                     std::to_string(world->size()));
   }
-  ProcessGroups g{.tp_size = tp, .cp_size = cp, .dp_size = dp, .pp_size = pp};
+  ProcessGroups g{.tp_size = tp, .cp_size = cp, .dp_size = dp, .pp_size = pp, .layout = grid};
+  g.layout.world = int64_t{tp} * cp * dp * pp;
   g.world_rank = world->rank();
   g.coord = g.coord_of(g.world_rank);
   const Coord c = g.coord;

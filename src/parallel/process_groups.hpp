@@ -5,11 +5,12 @@
 #include <memory>
 
 #include "dist/communicator.hpp"
+#include "plan/plan.hpp"
 
 namespace megatron::parallel {
 
-// A rank's place in the grid; world rank = tp + TP * (cp + CP * (dp + DP * pp)), Megatron's order:
-// tensor-parallel peers are neighbours (one node), pipeline stages are farthest apart.
+// A rank's place in the grid, in the Plan's rank order (plan::Layout: tensor-parallel peers are
+// neighbours, pipeline stages farthest apart).
 struct Coord {
   int tp = 0, cp = 0, dp = 0, pp = 0;
   bool operator==(const Coord&) const = default;
@@ -17,6 +18,7 @@ struct Coord {
 
 struct ProcessGroups {
   int tp_size = 1, cp_size = 1, dp_size = 1, pp_size = 1;
+  plan::Layout layout;  // the one rank <-> coordinate formula
   Coord coord;
   int world_rank = 0;
 
@@ -38,6 +40,8 @@ struct ProcessGroups {
 // Splits `world` into the groups of a tp x cp x dp x pp layout. Collective: every rank of
 // `world` calls it with the same sizes. Throws UserError when the sizes are not positive or
 // their product is not world->size(). A world of one (SelfCommunicator) gives groups of one.
+ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world,
+                                  const plan::Layout& layout);
 ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world, int tp, int cp, int dp,
                                   int pp);
 

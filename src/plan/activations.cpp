@@ -1,5 +1,7 @@
 #include "plan/activations.hpp"
 
+#include "plan/program.hpp"
+
 #include <algorithm>
 
 namespace megatron::plan {
@@ -103,20 +105,9 @@ double stage_activation_bytes(const ModelShape& x, const Stage& stage) {
 }
 
 double microbatches_in_flight(const ModelShape& x, int64_t stage) {
-  const int64_t p = x.p, v = x.v, m = x.m, r = stage;
-  switch (x.schedule) {
-    case recipe::Schedule::AllForwardAllBackward:
-      return static_cast<double>(m);
-    case recipe::Schedule::Interleaved: {
-      // Megatron's warm-up runs 2(p - r - 1) + (v - 1) p chunk forwards, then one more before
-      // the first backward; that many chunks are alive, v chunks make one stage's worth.
-      const int64_t chunks = std::min(m * v, (p - r - 1) * 2 + (v - 1) * p + 1);
-      return static_cast<double>(chunks) / static_cast<double>(v);
-    }
-    case recipe::Schedule::OneFOneB:
-      break;
-  }
-  return static_cast<double>(std::min(p - r, m));
+  // Chunks alive at the peak of the stage's program; v chunks make one stage's worth.
+  return static_cast<double>(peak_chunks_in_flight(x.schedule, x.p, stage, x.v, x.m)) /
+         static_cast<double>(x.v);
 }
 
 }  // namespace megatron::plan

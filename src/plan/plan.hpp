@@ -33,6 +33,9 @@ struct MemoryBreakdown {  // bytes on one rank
 struct Stage {
   int64_t index = 0;
   std::vector<int64_t> layers;        // global transformer layer indices held (all chunks)
+  // The layers of each model chunk this stage holds, chunk 0 first (with interleaving, chunk c
+  // of stage s is model chunk c * pipeline + s); what the engine builds on this stage's ranks.
+  std::vector<std::vector<int64_t>> chunks;
   bool has_embedding = false;         // word (and position) embeddings
   bool has_output_layer = false;      // final norm + output projection / LM head
   int64_t parameters_per_rank = 0;    // parameters held by one TP rank of this stage
@@ -65,10 +68,15 @@ struct Communication {  // bytes sent per iteration by the busiest rank of each 
   double embedding_sync = 0;  // tied embedding gradients between first and last stage
 };
 
+// Which pipeline program every stage runs (plan/program.hpp: stage_program(kind, layout.pp,
+// stage, chunks, microbatches) is each stage's op list, the one the engine executes).
 struct Schedule {
   std::string name;             // "1f1b", "interleaved", "all-forward-all-backward"
-  int64_t microbatches = 1;     // per iteration per DP rank
+  recipe::Schedule kind = recipe::Schedule::OneFOneB;
+  int64_t microbatches = 1;     // per iteration per DP rank (at the full global batch)
+  int64_t chunks = 1;           // model chunks per stage (virtual pipeline size)
   double bubble_fraction = 0;   // idle time / step time
+  bool bubble_simulated = false;  // from running the programs; false: the closed form
 };
 
 struct Estimate {

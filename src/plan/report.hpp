@@ -15,4 +15,10 @@ std::string render_text(const Plan& plan, const recipe::CompiledRecipe& compiled
 // Sizes in bytes, FLOPs and counts as plain numbers; keys are listed in docs/plan.md.
 nlohmann::json to_json(const Plan& plan, const recipe::CompiledRecipe& compiled);
 
+// One rank's part of the plan (`megatron plan --rank R`): its coordinates, stage, model chunks
+// with their layers, and its pipeline program, the op list the engine runs on it. Throws
+// UserError for a rank outside the layout.
+std::string render_rank(const Plan& plan, int64_t rank);
+nlohmann::json rank_to_json(const Plan& plan, int64_t rank);
+
 }  // namespace megatron::plan

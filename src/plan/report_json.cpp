@@ -17,6 +17,7 @@ nlohmann::json memory_json(const MemoryBreakdown& m) {
 nlohmann::json stage_json(const Stage& stage) {
   return {{"index", stage.index},
           {"layers", stage.layers},
+          {"chunks", stage.chunks},
           {"has_embedding", stage.has_embedding},
           {"has_output_layer", stage.has_output_layer},
           {"parameters_per_rank", stage.parameters_per_rank},
@@ -60,7 +61,9 @@ nlohmann::json to_json(const Plan& plan, const recipe::CompiledRecipe& compiled)
                           {"embedding_sync", c.embedding_sync}};
   out["schedule"] = {{"name", plan.schedule.name},
                      {"microbatches", plan.schedule.microbatches},
-                     {"bubble_fraction", plan.schedule.bubble_fraction}};
+                     {"chunks", plan.schedule.chunks},
+                     {"bubble_fraction", plan.schedule.bubble_fraction},
+                     {"bubble_simulated", plan.schedule.bubble_simulated}};
   const Estimate& e = plan.estimate;
   out["estimate"] = {{"hardware", e.hardware},
                      {"compute_time_s", e.compute_time_s},

@@ -39,6 +39,7 @@ std::vector<Stage> assign_stages(const ModelShape& x, const Chunks& chunks) {
     stage.index = s;
     for (int64_t c = 0; c < x.v; ++c) {
       const auto& layers = chunks[c * x.p + s];
+      stage.chunks.push_back(layers);
       stage.layers.insert(stage.layers.end(), layers.begin(), layers.end());
     }
     stage.has_embedding = s == 0;

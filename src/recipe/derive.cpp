@@ -43,6 +43,7 @@ class Deriver {
 
   Derived run(std::optional<int64_t> world_size) {
     layout(world_size);
+    bucket_size();
     attention();
     widths();
     sequence();
@@ -339,6 +340,20 @@ class Deriver {
       note("recomputed layers per stage", d_.recompute_num_layers, "every layer of the stage");
   }
 
+  // Megatron's default: 40M elements, growing with the data-parallel size so that each rank's
+  // share of a bucket stays large enough to keep the links busy.
+  void bucket_size() {
+    const auto& p = r_.parallel;
+    if (p.ddp_bucket_size) {
+      d_.ddp_bucket_size = *p.ddp_bucket_size;
+      return;
+    }
+    // data-parallel size <= 10^6 (the schema's ceiling on ranks): no overflow.
+    d_.ddp_bucket_size = std::max<int64_t>(40'000'000, 1'000'000 * d_.data_parallel);
+    note("ddp bucket size", d_.ddp_bucket_size,
+         fmt::format("max(40,000,000, 1,000,000 x data-parallel size {})", d_.data_parallel));
+  }
+
   void schedule_lengths() {
     const auto& t = r_.training;
     const int64_t B = t.global_batch_size;
@@ -379,6 +394,12 @@ class Deriver {
                        d_.lr_decay_iters));
     } else {
       d_.lr_warmup_iters = t.lr_warmup_iters;
+    }
+    if (t.lr_decay_style == LrDecay::Wsd) {
+      d_.lr_wsd_decay_iters = t.lr_wsd_decay_iters.value_or(d_.lr_decay_iters / 10);
+      if (!t.lr_wsd_decay_iters)
+        note("lr wsd decay iterations", d_.lr_wsd_decay_iters,
+             fmt::format("decay iterations {} / 10, rounded down", d_.lr_decay_iters));
     }
     if (d_.lr_decay_iters > 0 && d_.lr_warmup_iters > d_.lr_decay_iters)
       fail_at(where_.at(t.lr_warmup_fraction ? "training.lr_warmup_fraction"

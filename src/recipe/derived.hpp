@@ -37,6 +37,8 @@ struct Derived {
   int64_t train_iters = 0;           // 0 when the recipe gives no training length
   int64_t lr_warmup_iters = 0;
   int64_t lr_decay_iters = 0;
+  int64_t lr_wsd_decay_iters = 0;    // WSD's final decay phase; 0 for other decay styles
+  int64_t ddp_bucket_size = 0;       // gradient elements per data-parallel reduction bucket
   std::vector<Derivation> log;       // in the order they were derived
 };
 

@@ -8,8 +8,8 @@
 namespace megatron::train {
 namespace {
 
-using parallel::Phase;
-using parallel::PipelineOp;
+using plan::Phase;
+using plan::PipelineOp;
 using tensor::Tensor;
 
 // Where chunk c of stage s sits in the model, and its neighbours: the model is chunk 0 of
@@ -105,25 +105,11 @@ model::Pass pass_for(tensor::Backend& backend, bool training, uint64_t seed, int
 
 }  // namespace
 
-parallel::ScheduleKind schedule_kind(const std::optional<recipe::Schedule>& schedule,
-                                     int64_t virtual_stages) {
-  if (!schedule) {
-    return virtual_stages > 1 ? parallel::ScheduleKind::Interleaved : parallel::ScheduleKind::OneFOneB;
-  }
-  switch (*schedule) {
-    case recipe::Schedule::OneFOneB: return parallel::ScheduleKind::OneFOneB;
-    case recipe::Schedule::Interleaved: return parallel::ScheduleKind::Interleaved;
-    case recipe::Schedule::AllForwardAllBackward: return parallel::ScheduleKind::AllForwardAllBackward;
-  }
-  return parallel::ScheduleKind::OneFOneB;
-}
-
 double forward_backward(tensor::Backend& backend, const model::GptModel& model,
                         const parallel::ProcessGroups& groups, const StepShape& shape,
                         const BatchSource& batches,
                         const std::function<void(size_t first_param)>& grads_ready) {
-  const auto ops = parallel::stage_schedule(shape.schedule, groups.pp_size, groups.coord.pp,
-                                            int(model.chunks()), int(shape.microbatches));
+  const std::vector<PipelineOp>& ops = shape.program;
   std::vector<size_t> last_backward(size_t(model.chunks()), 0);  // op index, per chunk
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].phase == Phase::Backward) last_backward[size_t(ops[i].chunk)] = i;

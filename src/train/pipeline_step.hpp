@@ -5,13 +5,15 @@
 #include <functional>
 
 #include "model/gpt_model.hpp"
-#include "parallel/pipeline_schedule.hpp"
 #include "parallel/process_groups.hpp"
+#include "plan/program.hpp"
 
 namespace megatron::train {
 
 struct StepShape {
-  parallel::ScheduleKind schedule = parallel::ScheduleKind::OneFOneB;
+  // This stage's pipeline program for the iteration's micro-batches (plan::stage_program with
+  // the Plan's schedule): the ops run in this order.
+  std::vector<plan::PipelineOp> program;
   int64_t microbatches = 1;         // this data-parallel rank's, per iteration
   int64_t global_microbatches = 1;  // over every data-parallel rank (the loss averages over them)
   double loss_scale = 1.0;
@@ -36,8 +38,5 @@ double forward_backward(tensor::Backend& backend, const model::GptModel& model,
 double forward_only(tensor::Backend& backend, const model::GptModel& model,
                     const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
                     const BatchSource& batches);
-
-parallel::ScheduleKind schedule_kind(const std::optional<recipe::Schedule>& schedule,
-                                     int64_t virtual_stages);
 
 }  // namespace megatron::train

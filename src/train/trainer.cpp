@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -23,8 +24,7 @@
 #include "parallel/scalar_reduce.hpp"
 #include "plan/build.hpp"
 #include "plan/hardware.hpp"
-#include "plan/shape.hpp"
-#include "plan/stages.hpp"
+#include "plan/program.hpp"
 #include "recipe/render.hpp"
 #include "tensor/host_io.hpp"
 #include "tensor/make_backend.hpp"
@@ -96,7 +96,7 @@ optim::LrSchedule lr_schedule(const recipe::CompiledRecipe& c) {
           .warmup_iters = c.derived.lr_warmup_iters,
           .decay_iters = decay,
           .style = t.lr_decay_style,
-          .wsd_decay_iters = t.lr_wsd_decay_iters.value_or(decay / 10),
+          .wsd_decay_iters = c.derived.lr_wsd_decay_iters,
           .wsd_style = t.lr_wsd_decay_style};
 }
 
@@ -111,9 +111,7 @@ optim::LossScalerConfig scaler_config(const recipe::PrecisionSection& p) {
 }
 
 std::filesystem::path prepare_run_dir(const recipe::CompiledRecipe& c, const TrainOptions& o) {
-  std::filesystem::path dir = o.run_dir ? *o.run_dir
-                              : c.recipe.logging.run_dir ? std::filesystem::path(*c.recipe.logging.run_dir)
-                                                         : default_run_dir(c.file);
+  const std::filesystem::path dir = run_dir_for(c, o.run_dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UserError("cannot create run directory " + dir.string() + ": " + ec.message());
@@ -143,11 +141,25 @@ double evaluate(tensor::Backend& backend, const model::GptModel& model,
 
 }  // namespace
 
-std::filesystem::path default_run_dir(const std::string& recipe_file) {
+std::filesystem::path run_dir_for(const recipe::CompiledRecipe& c,
+                                  const std::optional<std::filesystem::path>& command_line) {
+  if (command_line) return *command_line;
+  if (c.recipe.logging.run_dir) return *c.recipe.logging.run_dir;
   const std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  return std::filesystem::path("runs") / std::filesystem::path(recipe_file).stem() / stamp;
+  return std::filesystem::path("runs") / std::filesystem::path(c.file).stem() / stamp;
+}
+
+UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks) {
+  const auto& p = wanted.recipe.parallel;
+  const int64_t n = wanted.derived.world_size;
+  return UserError(fmt::format(
+      "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) but {}: run "
+      "megatron run --nproc {} {}, or start it with mpirun -np {} / srun -n {}",
+      wanted.file, n, p.tensor, p.pipeline, wanted.derived.data_parallel,
+      ranks == 1 ? std::string("this is one process") : fmt::format("the job has {}", ranks), n,
+      wanted.file, n, n));
 }
 
 namespace {
@@ -159,13 +171,34 @@ struct ModelSpeed {
   double peak = 1.0;
 };
 
-ModelSpeed model_speed(const recipe::CompiledRecipe& c) {
-  const plan::HardwareProfile& hardware = plan::find_hardware(c.recipe.cluster.hardware);
-  const plan::Plan p = plan::build_plan(c, hardware);
+ModelSpeed model_speed(const recipe::CompiledRecipe& c, const plan::Plan& p,
+                       const plan::HardwareProfile& hardware) {
   const bool wide = c.recipe.precision.dtype == recipe::DType::F32;
   return {.flops_per_token = p.flops.model_per_iteration / double(std::max<int64_t>(p.tokens_per_iteration, 1)),
           .peak = wide ? hardware.peak_flops_32bit : hardware.peak_flops_16bit};
 }
+
+// This stage's program for `microbatches` micro-batches (fewer while the batch ramps up), made
+// once per size: the Plan's schedule at this iteration's size.
+class StagePrograms {
+ public:
+  StagePrograms(const plan::Plan& plan, int64_t stage) : plan_(plan), stage_(stage) {}
+  const std::vector<plan::PipelineOp>& at(int64_t microbatches) {
+    auto it = made_.find(microbatches);
+    if (it == made_.end()) {
+      it = made_.emplace(microbatches,
+                         plan::stage_program(plan_.schedule.kind, plan_.layout.pp, stage_,
+                                             plan_.schedule.chunks, microbatches))
+               .first;
+    }
+    return it->second;
+  }
+
+ private:
+  const plan::Plan& plan_;
+  int64_t stage_;
+  std::map<int64_t, std::vector<plan::PipelineOp>> made_;
+};
 
 }  // namespace
 
@@ -185,6 +218,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   }
   const auto started = Clock::now();
   TrainResult result;
+  // The engine executes the Plan: its rank grid, each stage's chunks and program, its FLOPs.
+  const plan::HardwareProfile& hardware = plan::find_hardware(r.cluster.hardware);
+  const plan::Plan plan = plan::build_plan(c, hardware);
 
   // MPI first (it outlives every communicator), then the backend, then the groups.
   dist::Watchdog::set_timeout(std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
@@ -202,16 +238,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
       make_run_backend(r, options.threads, local_rank);
   tensor::Backend& backend = *backend_owner;
   std::unique_ptr<dist::Communicator> world = make_world(mpi.get(), backend);
-  if (world->size() != d.world_size) {
-    throw UserError(fmt::format(
-        "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) but the job "
-        "has {}; start it with megatron run --nproc {} or mpirun -np {}",
-        c.file, d.world_size, r.parallel.tensor, r.parallel.pipeline, d.data_parallel,
-        world->size(), d.world_size, d.world_size));
-  }
-  const parallel::ProcessGroups groups = parallel::make_process_groups(
-      std::move(world), int(r.parallel.tensor), int(r.parallel.context), int(d.data_parallel),
-      int(r.parallel.pipeline));
+  if (world->size() != plan.layout.world) throw wrong_rank_count(c, world->size());
+  const parallel::ProcessGroups groups = parallel::make_process_groups(std::move(world), plan.layout);
   const bool rank0 = groups.world_rank == 0;
   if (!rank0) spdlog::set_level(spdlog::level::warn);
   if (rank0) result.run_dir = prepare_run_dir(c, options);
@@ -222,10 +250,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
              .sequence_parallel = r.parallel.sequence_parallel && groups.tp_size > 1},
       .first_stage = groups.first_stage(),
       .last_stage = groups.last_stage()};
-  const plan::Chunks chunks = plan::model_chunks(plan::shape_of(c), d.layers_per_chunk);
-  for (int64_t v = 0; v < r.parallel.virtual_pipeline; ++v) {
-    placement.chunks.push_back(chunks[size_t(v * groups.pp_size + groups.coord.pp)]);
-  }
+  placement.chunks = plan.stages[size_t(groups.coord.pp)].chunks;
   model::GptModel model(backend, config, placement);
   Checkpointer checkpointer(c, groups, backend, options.recipe_text, options.overrides);
   // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.
@@ -238,9 +263,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                                .eps = r.training.adam_eps,
                                .weight_decay = r.training.weight_decay,
                                .momentum = r.training.sgd_momentum},
-                              r.parallel.distributed_optimizer,
-                              r.parallel.ddp_bucket_size.value_or(
-                                  std::max<int64_t>(40'000'000, 1'000'000 * d.data_parallel)),
+                              r.parallel.distributed_optimizer, d.ddp_bucket_size,
                               config.tie_embeddings);
   const optim::LossScalerConfig scaling = scaler_config(r.precision);
   optim::LossScaler scaler(scaling);
@@ -254,10 +277,9 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                               .micro_batch = r.training.micro_batch_size,
                               .data_parallel = d.data_parallel,
                               .rampup = r.training.rampup_batch_size};
-  const parallel::ScheduleKind pipeline_schedule =
-      schedule_kind(r.parallel.schedule, r.parallel.virtual_pipeline);
+  StagePrograms programs(plan, groups.coord.pp);
 
-  const ModelSpeed speed = model_speed(c);
+  const ModelSpeed speed = model_speed(c, plan, hardware);
   const int64_t train_samples = batches.samples_after(d.train_iters);
   const bool evaluating = r.eval.interval && *r.eval.interval > 0 && r.eval.iters > 0;
   const int64_t valid_samples = evaluating ? r.eval.iters * r.training.global_batch_size : 0;
@@ -330,7 +352,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     const int64_t micro = batches.microbatches_at(consumed);  // per data-parallel rank
     const double loss_scale = scaler.scale();
     optimizer.begin_iteration();
-    const StepShape shape{.schedule = pipeline_schedule,
+    const StepShape shape{.program = programs.at(micro),
                           .microbatches = micro,
                           .global_microbatches = micro * groups.dp_size,
                           .loss_scale = loss_scale,

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/error.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::train {
@@ -32,7 +33,13 @@ struct TrainResult {
 
 TrainResult train(const recipe::CompiledRecipe& compiled, const TrainOptions& options);
 
-// Where a run writes when neither the recipe nor the command line says: runs/<recipe>/<time>.
-std::filesystem::path default_run_dir(const std::string& recipe_file);
+// Where a run writes: --run-dir, else logging.run_dir, else runs/<recipe>/<time>. Settled once per
+// job (the local launcher passes it to every rank).
+std::filesystem::path run_dir_for(const recipe::CompiledRecipe& compiled,
+                                  const std::optional<std::filesystem::path>& command_line);
+
+// The error for a job of `ranks` processes whose recipe's layout wants another world size
+// (`wanted` compiled for its own layout): what the layout needs and how to start it.
+UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks);
 
 }  // namespace megatron::train

@@ -110,6 +110,25 @@ TEST(Cli, PlanJsonOfGpt175bHasTheExactParameterCount) {
   EXPECT_LT(plan["estimate"]["mfu"].get<double>(), 1);
 }
 
+TEST(Cli, PlanRankShowsWhatOneRankOfGpt175bHoldsAndRuns) {
+  // Rank 1023 = tp 7, dp 7, pp 15: the last stage, layers 90-95, 1536 / (1 x 8 dp) = 192
+  // micro-batches, which the last stage alternates from the start.
+  const auto r = run_megatron("plan recipes/gpt-175b.yaml --rank 1023");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("Rank 1023 of 1024: tensor 7, context 0, data 7, pipeline stage 15 "
+                                "of 16\n  chunk 0 (model chunk 15): layers 90-95\n"));
+  EXPECT_THAT(r.out, HasSubstr("Program (1f1b, 192 micro-batches, 1 chunk): 384 ops, 0 warm-up "
+                               "forwards, at most 1 chunk activation alive\n  F(c0,mb0) B(c0,mb0) "
+                               "F(c0,mb1) B(c0,mb1)"));
+}
+
+TEST(Cli, PlanRankOutsideTheLayoutIsRefusedWithTheRankCount) {
+  const auto r = run_megatron("plan recipes/gpt-tiny.yaml --rank 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "megatron: error: --rank 1: the layout has 1 rank (0..0)\n");
+  EXPECT_EQ(run_megatron("plan recipes/gpt-tiny.yaml --rank -1").exit_code, 2);
+}
+
 TEST(Cli, PlanFlagsOverrideTheClusterSection) {
   const auto r = run_megatron("plan recipes/gpt-1.3b.yaml --nodes 2 --gpus-per-node 8 --hardware h200 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

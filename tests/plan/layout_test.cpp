@@ -64,6 +64,15 @@ TEST(Layout, InterleavedChunksNumberLayersChunkByChunkAcrossStages) {
   EXPECT_EQ(plan.stages[3].layers, (std::vector<int64_t>{6, 7, 14, 15}));
 }
 
+TEST(Layout, EachStageListsItsChunksInTheOrderTheEngineBuildsThem) {
+  const Plan plan = plan_of(make_gpt({.layers = 16, .global_batch = 8, .pipeline = 4,
+                                      .virtual_pipeline = 2}));
+  EXPECT_EQ(plan.stages[0].chunks, (std::vector<std::vector<int64_t>>{{0, 1}, {8, 9}}));
+  EXPECT_EQ(plan.stages[3].chunks, (std::vector<std::vector<int64_t>>{{6, 7}, {14, 15}}));
+  const Plan one = plan_of(make_gpt({.layers = 4, .global_batch = 8}));
+  EXPECT_EQ(one.stages[0].chunks, (std::vector<std::vector<int64_t>>{{0, 1, 2, 3}}));
+}
+
 TEST(Layout, UnevenSplitFollowsTheDerivedLayersPerChunk) {
   const auto compiled =
       make_gpt({.layers = 10, .global_batch = 8, .pipeline = 3, .layers_per_stage = {3, 4, 3}});

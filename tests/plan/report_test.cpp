@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "gpt_recipe.hpp"
 #include "plan/plan.hpp"
 
@@ -105,6 +106,59 @@ TEST(Report, JsonNumbersAreThePlansNumbers) {
   EXPECT_EQ(json["parameters"]["total"].get<int64_t>(), 174'615'846'912);
   EXPECT_EQ(json["stages"][1]["layers"].get<std::vector<int64_t>>().front(), 6);
   EXPECT_DOUBLE_EQ(json["memory"]["peak_rank"]["total"].get<double>(), plan.peak_rank.total());
+}
+
+Plan plan_for(const recipe::CompiledRecipe& compiled) {
+  return make_plan(compiled, find_hardware("h100-sxm"));
+}
+
+// tp 2 x dp 1 x pp 2, v 2, 8 layers, 4 micro-batches: rank 3 is tensor rank 1 of stage 1.
+recipe::CompiledRecipe two_by_two() {
+  return make_gpt({.layers = 8, .global_batch = 4, .tensor = 2, .pipeline = 2,
+                   .virtual_pipeline = 2});
+}
+
+TEST(RankReport, NamesTheRanksCoordinatesAndTheLayersOfEachChunk) {
+  const std::string text = render_rank(plan_for(two_by_two()), 3);
+  EXPECT_THAT(text, HasSubstr("Rank 3 of 4: tensor 1, context 0, data 0, pipeline stage 1 of 2\n"));
+  EXPECT_THAT(text, HasSubstr("  chunk 0 (model chunk 1): layers 2-3\n"));
+  EXPECT_THAT(text, HasSubstr("  chunk 1 (model chunk 3): layers 6-7\n"));
+  EXPECT_THAT(text, HasSubstr("  output layer and loss: yes\n"));
+  EXPECT_THAT(text, Not(HasSubstr("embedding: yes")));
+}
+
+TEST(RankReport, ListsTheProgramTheEngineRunsOnThatStage) {
+  const std::string text = render_rank(plan_for(two_by_two()), 3);
+  EXPECT_THAT(text, HasSubstr("Program (interleaved, 4 micro-batches, 2 chunks): 16 ops, 2 warm-up "
+                              "forwards, at most 3 chunk activations alive\n"));
+  // The last stage warms up with (2-1-1)*2 + (2-1)*2 = 2 forwards, then alternates.
+  EXPECT_THAT(text, HasSubstr("  F(c0,mb0) F(c0,mb1) F(c1,mb0) B(c1,mb0) F(c1,mb1) B(c1,mb1)"));
+}
+
+TEST(RankReport, JsonHasTheSameFacts) {
+  const nlohmann::json json = rank_to_json(plan_for(two_by_two()), 0);
+  EXPECT_EQ(json["pp"], 0);
+  EXPECT_EQ(json["tp"], 0);
+  EXPECT_EQ(json["embedding"], true);
+  EXPECT_EQ(json["chunks"][1]["layers"], nlohmann::json::array({4, 5}));
+  EXPECT_EQ(json["warmup_forwards"], 4);
+  ASSERT_EQ(json["program"].size(), 16u);
+  EXPECT_EQ(json["program"][0], nlohmann::json({{"phase", "forward"}, {"chunk", 0}, {"microbatch", 0}}));
+}
+
+TEST(RankReport, ARankOutsideTheLayoutIsAUserError) {
+  try {
+    render_rank(plan_for(two_by_two()), 4);
+    FAIL() << "rank 4 accepted";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "--rank 4: the layout has 4 ranks (0..3)");
+  }
+}
+
+TEST(RankReport, VeryLongProgramsAreCountedNotListed) {
+  const std::string text = render_rank(plan_for(make_gpt({.global_batch = 200'000, .pipeline = 2})), 0);
+  EXPECT_THAT(text, HasSubstr("400000 ops, 1 warm-up forward, at most 2 chunk activations alive"));
+  EXPECT_THAT(text, HasSubstr("(not listed: more than 100000 ops)"));
 }
 
 }  // namespace

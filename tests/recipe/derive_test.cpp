@@ -127,5 +127,40 @@ TEST_F(RecipeTest, T5PipelinesEncoderAndDecoderLayersTogether) {
   EXPECT_THAT(c.derived.layers_per_stage, ElementsAre(4, 4));
 }
 
+TEST_F(RecipeTest, BucketSizeDefaultsToMegatronsFortyMillionGrowingWithDataParallelRanks) {
+  const auto small = compile_text(kMinimalRecipe, {"cluster.gpus_per_node=2"});
+  EXPECT_EQ(small.derived.ddp_bucket_size, 40'000'000);
+  ASSERT_NE(find(small.derived, "ddp bucket size"), nullptr);
+  EXPECT_EQ(find(small.derived, "ddp bucket size")->how,
+            "max(40,000,000, 1,000,000 x data-parallel size 2)");
+  const auto wide = compile_text(kMinimalRecipe, {"cluster.nodes=8", "cluster.gpus_per_node=8",
+                                                  "training.global_batch_size=128"});
+  EXPECT_EQ(wide.derived.ddp_bucket_size, 64'000'000);
+}
+
+TEST_F(RecipeTest, AGivenBucketSizeIsUsedAsItIsWithoutANote) {
+  const auto c = compile_text(kMinimalRecipe, {"parallel.ddp_bucket_size=1000"});
+  EXPECT_EQ(c.derived.ddp_bucket_size, 1000);
+  EXPECT_EQ(find(c.derived, "ddp bucket size"), nullptr);
+}
+
+TEST_F(RecipeTest, WsdDecaysOverATenthOfTheDecayIterationsUnlessTold) {
+  const auto c = compile_text(kMinimalRecipe, {"training.train_iters=1005",
+                                               "training.lr_decay_style=wsd"});
+  EXPECT_EQ(c.derived.lr_wsd_decay_iters, 100);
+  EXPECT_EQ(find(c.derived, "lr wsd decay iterations")->how,
+            "decay iterations 1005 / 10, rounded down");
+  const auto told = compile_text(kMinimalRecipe, {"training.train_iters=1000",
+                                                  "training.lr_decay_style=wsd",
+                                                  "training.lr_wsd_decay_iters=300"});
+  EXPECT_EQ(told.derived.lr_wsd_decay_iters, 300);
+  EXPECT_EQ(find(told.derived, "lr wsd decay iterations"), nullptr);
+}
+
+TEST_F(RecipeTest, OtherDecayStylesHaveNoWsdPhase) {
+  const auto c = compile_text(kMinimalRecipe, {"training.train_iters=1000"});
+  EXPECT_EQ(c.derived.lr_wsd_decay_iters, 0);
+}
+
 }  // namespace
 }  // namespace megatron::recipe
