@@ -16,6 +16,9 @@
 #          the warm-up iterations), tokens/s, and MFU = model FLOPs per iteration (from
 #          `megatron plan --json` on the same recipe and overrides) / (seconds per iteration x
 #          the GPU's dense bf16 peak, from its name)
+#   peer   the same two shapes, batches and iterations in PyTorch (scripts/bench/peers/torch_gpt.py:
+#          bf16 autocast, SDPA attention) with the machine's python3, when it has torch with CUDA:
+#          ms per iteration, tokens/s and MFU from the same model FLOPs, and the ratio to megatron
 # then one summary. Each phase runs under its own time limit and within a total budget; a
 # failing phase does not stop the next. The exit status is 1 when any phase failed (the summary
 # names them), 2 for bad arguments.
@@ -39,7 +42,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-phases="info deps build tests bench train"
+phases="info deps build tests bench train peer"
 skip=""
 bundle=""
 default_bundle=.gpu-bundle/megatron-gpu-bundle.tar.xz
@@ -67,8 +70,8 @@ while [[ $# -gt 0 ]]; do
 done
 for p in $phases $skip; do
   case "$p" in
-    info|deps|build|unpack|tests|bench|train) ;;
-    *) echo "unknown phase '$p' (info, deps, build, unpack, tests, bench, train)" >&2; exit 2 ;;
+    info|deps|build|unpack|tests|bench|train|peer) ;;
+    *) echo "unknown phase '$p' (info, deps, build, unpack, tests, bench, train, peer)" >&2; exit 2 ;;
   esac
 done
 if ! [[ "$iters" =~ ^[0-9]+$ ]] || (( iters < warmup + 3 )); then
@@ -232,7 +235,7 @@ save_results() {
   [[ -n "${OUT:-}" ]] || return 0
   local files=() f d
   for f in bench.json bench.txt configure.log build.log unpack.log ctest-kernels.log ctest-gpu.log \
-           "$work"/train-*.log "$work"/plan-*.json; do
+           "$work"/train-*.log "$work"/plan-*.json "$work"/peer-*.json; do
     f=${f#"$work/"}
     [[ -f "$work/$f" ]] && files+=("$f")
   done
@@ -526,6 +529,55 @@ phase_train() {
   return "$rc2"
 }
 
+peer_rows=()
+
+# peer_one NAME LAYERS HIDDEN HEADS MICRO_BATCH GLOBAL_BATCH: PyTorch on the shape train_one ran
+# (vocabulary 50304, sequence 2048), its FLOPs from that run's plan.
+peer_one() {
+  local name=$1 layers=$2 hidden=$3 heads=$4 mbs=$5 gbs=$6 rc=0
+  local out="$work/peer-$name.json"
+  echo "--- $name in PyTorch: $layers layers, hidden $hidden, $heads heads, micro batch $mbs x $((gbs / mbs))"
+  limited "$python" scripts/bench/peers/torch_gpt.py --layers "$layers" --hidden "$hidden" \
+    --heads "$heads" --seq 2048 --batch "$mbs" --microbatches $((gbs / mbs)) --vocab 50304 \
+    --iters $((iters - warmup)) --warmup "$warmup" --device cuda --dtype bf16 >"$out" || rc=$?
+  cat "$out"
+  local ms flops ours row
+  ms=$(json_num ms_per_iter <"$out")
+  flops=$(json_num model_per_iteration <"$work/plan-$name.json" 2>/dev/null)
+  ours=$(metrics_summary "$work/run-$name/metrics.jsonl" "$warmup" | cut -d' ' -f1)
+  row=$(awk -v ms="$ms" -v f="$flops" -v peak="$peak" -v ours="$ours" -v name="$name" \
+            -v tok="$((gbs * 2048))" 'BEGIN {
+    if (ms == "" || ms + 0 <= 0) { printf "%-9s %9s %10s %8s %6s %s", name, "-", "-", "-", "-", "-"; exit }
+    s = ms / 1000
+    tf = f != "" ? sprintf("%.1f", f / s / 1e12) : "-"
+    mfu = (f != "" && peak + 0 > 0) ? sprintf("%.1f%%", 100 * f / s / peak) : "-"
+    ratio = (ours ~ /^[0-9]/ && ours + 0 > 0) ? sprintf("%.2f", ms / ours) : "-"
+    printf "%-9s %9.1f %10.0f %8s %6s %s", name, ms, tok / s, tf, mfu, ratio }')
+  peer_rows+=("$row")
+  echo "peer: $row"
+  return "$rc"
+}
+
+phase_peer() {
+  python=""
+  local p
+  for p in python3 /opt/torch/.venv/bin/python3; do
+    if command -v "$p" >/dev/null &&
+       "$p" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+      python=$p
+      break
+    fi
+  done
+  [[ -n "$python" ]] || { echo "no python3 with a CUDA torch here: no peer"; return 1; }
+  "$python" -c 'import torch; print("peer: torch", torch.__version__, "on", torch.cuda.get_device_name())'
+  local rc=0 rc2=0
+  peer_one gpt-125m 12 768 12 8 16 || rc=$?
+  peer_one gpt-1.3b 24 2048 16 4 8 || rc2=$?
+  ((rc == 124 || rc2 == 124)) && return 124
+  ((rc != 0)) && return "$rc"
+  return "$rc2"
+}
+
 # --- the summary --------------------------------------------------------------------------------
 bench_summary() {
   local json="$work/bench.json"
@@ -582,6 +634,13 @@ summary() {
       TFLOP/s MFU loss 'mem GiB'
     printf '  %s\n' "${train_rows[@]}"
   fi
+  if ((${#peer_rows[@]})); then
+    echo
+    echo "PyTorch on the same shapes (bf16 autocast, SDPA), same iterations; ratio = PyTorch ms /" \
+         "megatron ms (above 1: megatron is faster)"
+    printf '  %-9s %9s %10s %8s %6s %s\n' recipe ms/iter tokens/s TFLOP/s MFU ratio
+    printf '  %s\n' "${peer_rows[@]}"
+  fi
   echo
   if ((${#failures[@]})); then
     echo "FAILED phases: ${failures[*]} (total $((SECONDS - started))s)"
@@ -600,6 +659,7 @@ main() {
   run_phase tests 200 phase_tests
   run_phase bench 150 phase_bench
   run_phase train 300 phase_train
+  run_phase peer 120 phase_peer
   summary
   ((${#failures[@]} == 0))
 }

@@ -381,15 +381,77 @@ void CudaBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryO
                          bool inverse) {
   kernels::rotary(state_->stream(), qkv, shape, options, inverse);
 }
+namespace {
+
+// The flash kernels are compiled for these head dims. A smaller head dim (gpt-tiny's 8) runs
+// zero-padded to the next one: zero columns add nothing to q.k, and the output columns that
+// padded V produces are dropped. The caller's scale (1/sqrt of the real head dim) is kept.
+int64_t kernel_head_dim(int64_t d) {
+  for (const int64_t k : {32, 64, 80, 96, 128})
+    if (d <= k) return k;
+  return d;  // the kernels' own error names what is supported
+}
+
+// `x` as rows of `d`-element segments, copied into `padded` as rows of `D` (zeros after).
+void pad_segments(cudaStream_t stream, const Tensor& x, int64_t d, Tensor& padded, int64_t D) {
+  const size_t element = tensor::size_of(x.dtype());
+  const size_t rows = size_t(x.numel() / d);
+  check(cudaMemsetAsync(padded.raw(), 0, padded.bytes(), stream), "attention: pad");
+  check(cudaMemcpy2DAsync(padded.raw(), D * element, x.raw(), d * element, d * element, rows,
+                          cudaMemcpyDeviceToDevice, stream),
+        "attention: pad");
+}
+
+// The reverse: the first `d` elements of each `D`-element row of `padded` into `x`.
+void unpad_segments(cudaStream_t stream, const Tensor& padded, int64_t D, Tensor& x, int64_t d) {
+  const size_t element = tensor::size_of(x.dtype());
+  const size_t rows = size_t(x.numel() / d);
+  check(cudaMemcpy2DAsync(x.raw(), d * element, padded.raw(), D * element, d * element, rows,
+                          cudaMemcpyDeviceToDevice, stream),
+        "attention: unpad");
+}
+
+}  // namespace
+
 void CudaBackend::attention_forward(const Tensor& qkv, const AttentionShape& shape,
                                     const AttentionOptions& options, Tensor& out, Tensor& lse) {
-  kernels::attention_forward(state_->stream(), qkv, shape, options, out, lse);
+  const int64_t d = shape.head_dim, D = kernel_head_dim(d);
+  if (D == d || qkv.numel() != shape.batch * shape.seq * shape.qkv_width() ||
+      out.numel() != shape.batch * shape.seq * shape.heads * d) {
+    kernels::attention_forward(state_->stream(), qkv, shape, options, out, lse);
+    return;
+  }
+  AttentionShape wide = shape;
+  wide.head_dim = D;
+  Tensor qkv_wide = empty({qkv.numel() / d * D}, qkv.dtype());
+  Tensor out_wide = empty({out.numel() / d * D}, out.dtype());
+  pad_segments(state_->stream(), qkv, d, qkv_wide, D);
+  kernels::attention_forward(state_->stream(), qkv_wide, wide, options, out_wide, lse);
+  unpad_segments(state_->stream(), out_wide, D, out, d);
 }
 void CudaBackend::attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
                                      const Tensor& lse, const AttentionShape& shape,
                                      const AttentionOptions& options, Tensor& dqkv) {
-  kernels::attention_backward(state_->stream(), state_->workspace, qkv, out, dout, lse, shape,
-                              options, dqkv);
+  const int64_t d = shape.head_dim, D = kernel_head_dim(d);
+  const int64_t out_numel = shape.batch * shape.seq * shape.heads * d;
+  if (D == d || qkv.numel() != shape.batch * shape.seq * shape.qkv_width() ||
+      dqkv.numel() != qkv.numel() || out.numel() != out_numel || dout.numel() != out_numel) {
+    kernels::attention_backward(state_->stream(), state_->workspace, qkv, out, dout, lse, shape,
+                                options, dqkv);
+    return;
+  }
+  AttentionShape wide = shape;
+  wide.head_dim = D;
+  Tensor qkv_wide = empty({qkv.numel() / d * D}, qkv.dtype());
+  Tensor out_wide = empty({out_numel / d * D}, out.dtype());
+  Tensor dout_wide = empty({out_numel / d * D}, dout.dtype());
+  Tensor dqkv_wide = empty({qkv.numel() / d * D}, dqkv.dtype());
+  pad_segments(state_->stream(), qkv, d, qkv_wide, D);
+  pad_segments(state_->stream(), out, d, out_wide, D);
+  pad_segments(state_->stream(), dout, d, dout_wide, D);
+  kernels::attention_backward(state_->stream(), state_->workspace, qkv_wide, out_wide, dout_wide,
+                              lse, wide, options, dqkv_wide);
+  unpad_segments(state_->stream(), dqkv_wide, D, dqkv, d);
 }
 
 void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,

@@ -1,16 +1,21 @@
 #!/usr/bin/python3
-"""Training throughput of a plain PyTorch GPT on the CPU: the peer of `megatron run` in
-scripts/bench/train.sh. Written as a user would: nn.Embedding, nn.LayerNorm, nn.Linear, GPT-2
+"""Training throughput of a plain PyTorch GPT: the peer of `megatron run` in
+scripts/bench/train.sh (CPU, f32) and scripts/gpu-check.sh (CUDA, bf16). Written as a user would: nn.Embedding, nn.LayerNorm, nn.Linear, GPT-2
 shape (learned positions, pre-LayerNorm, exact-GeLU MLP of width 4h, biases, tied LM head),
 causal attention through F.scaled_dot_product_attention where PyTorch has it (>= 2.0), else
 matmul-softmax-matmul with a causal mask; AdamW (lr 3e-4, weight decay 0.01 on the matrices),
-gradient clipping at 1.0, f32, random tokens from a fixed seed.
+gradient clipping at 1.0, random tokens from a fixed seed. f32, or with --dtype bf16 the
+weights, gradients and optimizer in f32 and the forward and backward under torch.autocast(bf16),
+which is what Megatron's bf16 keeps and computes (f32 main weights, bf16 matrix products).
 
 usage: /usr/bin/python3 scripts/bench/peers/torch_gpt.py --layers 12 --hidden 768 --heads 12 \
            --seq 256 --batch 4 [--vocab 50304] [--iters 10] [--warmup 2] [--threads N]
-prints one JSON line: {"peer": "pytorch", "torch", "threads", "tokens_per_s", "ms_per_iter",
-"params", "loss_first", "loss_last", "rss_peak_bytes"}, timed over the iterations after warmup.
-Needs torch (Debian's python3-torch: run it with /usr/bin/python3).
+           [--device cpu|cuda] [--dtype f32|bf16] [--microbatches K]
+prints one JSON line: {"peer": "pytorch", "torch", "device", "dtype", "threads", "tokens_per_s",
+"ms_per_iter", "params", "loss_first", "loss_last", "rss_peak_bytes", "gpu_peak_bytes"}, timed
+over the iterations after warmup. An iteration is K micro-batches of --batch sequences whose
+gradients accumulate, then one optimizer step (megatron's global batch = K x micro batch).
+Needs torch (Debian's python3-torch on the CPU: run it with /usr/bin/python3).
 """
 import argparse
 import json
@@ -80,7 +85,7 @@ class GPT(nn.Module):
 
     def forward(self, tokens, labels):
         T = tokens.size(1)
-        x = self.wte(tokens) + self.wpe(torch.arange(T))
+        x = self.wte(tokens) + self.wpe(torch.arange(T, device=tokens.device))
         for block in self.blocks:
             x = block(x)
         logits = self.head(self.ln_f(x))
@@ -95,19 +100,29 @@ def make_optimizer(model):
                               {"params": no_decay, "weight_decay": 0.0}], lr=3e-4)
 
 
-def train_step(model, optimizer, sample):
-    """One iteration on `sample` [batch, seq + 1]: seconds taken and the loss."""
+def train_step(model, optimizer, samples, autocast):
+    """One iteration over `samples` (micro-batches [batch, seq + 1]): seconds and mean loss."""
+    cuda = samples[0].is_cuda
+    if cuda:
+        torch.cuda.synchronize()
     start = time.perf_counter()
-    loss = model(sample[:, :-1], sample[:, 1:])
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    total = 0.0
+    for sample in samples:
+        with autocast():
+            loss = model(sample[:, :-1], sample[:, 1:]) / len(samples)
+        loss.backward()
+        total += loss.detach()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
-    return time.perf_counter() - start, loss.item()
+    total = float(total)  # waits for the device
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, total
 
 
 def main():
-    parser = argparse.ArgumentParser(description="PyTorch GPT training throughput (CPU, f32)")
+    parser = argparse.ArgumentParser(description="PyTorch GPT training throughput")
     parser.add_argument("--layers", type=int, required=True)
     parser.add_argument("--hidden", type=int, required=True)
     parser.add_argument("--heads", type=int, required=True)
@@ -117,18 +132,30 @@ def main():
     parser.add_argument("--iters", type=int, default=10, help="timed iterations")
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    parser.add_argument("--microbatches", type=int, default=1,
+                        help="micro-batches per iteration (gradient accumulation)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(1234)
-    model = GPT(args.layers, args.hidden, args.heads, args.seq, args.vocab)
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # megatron's f32 GEMMs use TF32 on GPUs
+    model = GPT(args.layers, args.hidden, args.heads, args.seq, args.vocab).to(device)
     optimizer = make_optimizer(model)
     data = torch.Generator().manual_seed(1234)
 
+    def autocast():
+        return torch.autocast(device_type=args.device, dtype=torch.bfloat16,
+                              enabled=args.dtype == "bf16")
+
     losses, seconds = [], 0.0
     for it in range(args.warmup + args.iters):
-        sample = torch.randint(args.vocab, (args.batch, args.seq + 1), generator=data)
-        elapsed, loss = train_step(model, optimizer, sample)
+        samples = [torch.randint(args.vocab, (args.batch, args.seq + 1), generator=data).to(device)
+                   for _ in range(args.microbatches)]
+        elapsed, loss = train_step(model, optimizer, samples, autocast)
         losses.append(loss)
         if it >= args.warmup:
             seconds += elapsed
@@ -136,13 +163,17 @@ def main():
     print(json.dumps({
         "peer": "pytorch",
         "torch": torch.__version__,
+        "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        "dtype": args.dtype,
         "threads": torch.get_num_threads(),
-        "tokens_per_s": args.batch * args.seq * args.iters / seconds if seconds else None,
+        "tokens_per_s": args.microbatches * args.batch * args.seq * args.iters / seconds
+        if seconds else None,
         "ms_per_iter": 1000.0 * seconds / args.iters if args.iters else None,
         "params": sum(p.numel() for p in model.parameters()),
         "loss_first": losses[0],
         "loss_last": losses[-1],
         "rss_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "gpu_peak_bytes": torch.cuda.max_memory_allocated() if args.device == "cuda" else None,
     }))
 
 
