@@ -1,0 +1,28 @@
+// One training iteration of a rank (forward and backward through its stage's program, gradients
+// reduced, the optimizer step), and the evaluation pass over the validation split.
+#pragma once
+
+#include <cstdint>
+
+#include "train/run_context.hpp"
+
+namespace megatron::train {
+
+struct IterationOutcome {
+  int64_t global_batch = 0;  // sequences this iteration trained on
+  double loss = 0.0;         // mean token loss over the global batch, on every rank
+  double grad_norm = 0.0;    // before clipping, unscaled
+  double lr = 0.0;
+  double loss_scale = 1.0;   // the scale this iteration ran with
+  bool skipped = false;      // an f16 overflow: no step, the loss scale backs off
+};
+
+// Iteration `iteration` after `consumed` samples. Throws RuntimeFailure when the loss or the
+// gradient norm is not finite and no dynamic loss scale can skip the step.
+IterationOutcome train_iteration(RunContext& run, int64_t iteration, int64_t consumed);
+
+// Mean loss over eval.iters global batches of the validation split (the same batches every time,
+// so successive evaluations compare like with like), on every rank.
+double evaluate(RunContext& run);
+
+}  // namespace megatron::train

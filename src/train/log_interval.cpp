@@ -1,0 +1,39 @@
+#include "train/log_interval.hpp"
+
+namespace megatron::train {
+
+void LogInterval::add(const IterationOutcome& outcome, double seconds, int64_t tokens) {
+  last_ = outcome;
+  loss_ += outcome.loss;
+  seconds_ += seconds;
+  tokens_ += tokens;
+  ++iterations_;
+}
+
+IterationMetrics LogInterval::take(const RunContext& run, int64_t iteration, int64_t consumed,
+                                   int64_t skipped) {
+  const auto& c = run.compiled;
+  const double tokens_per_s = double(tokens_) / seconds_;
+  const double flops_per_rank =
+      tokens_per_s * run.speed.flops_per_token / double(c.derived.world_size);
+  IterationMetrics m{.iteration = iteration,
+                     .train_iters = c.derived.train_iters,
+                     .consumed_samples = consumed,
+                     .consumed_tokens = consumed * c.recipe.data.seq_length,
+                     .global_batch = last_.global_batch,
+                     .lm_loss = loss_ / double(iterations_),
+                     .lr = last_.lr,
+                     .grad_norm = last_.grad_norm,
+                     .loss_scale = last_.loss_scale,
+                     .skipped_iterations = skipped,
+                     .ms_per_iteration = 1000.0 * seconds_ / double(iterations_),
+                     .tokens_per_s = tokens_per_s,
+                     .tflops_per_rank = flops_per_rank / 1e12,
+                     .mfu = flops_per_rank / run.speed.peak,
+                     .tensor_bytes_peak = run.backend->memory().peak_bytes,
+                     .rss_peak_bytes = peak_rss_bytes()};
+  *this = LogInterval();
+  return m;
+}
+
+}  // namespace megatron::train

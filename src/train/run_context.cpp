@@ -1,0 +1,156 @@
+#include "train/run_context.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "dist/launcher.hpp"
+#include "dist/watchdog.hpp"
+#include "parallel/scalar_reduce.hpp"
+#include "plan/build.hpp"
+#include "recipe/render.hpp"
+#include "tensor/make_backend.hpp"
+#include "train/device_setup.hpp"
+
+namespace megatron::train {
+namespace {
+
+optim::LrSchedule lr_schedule(const recipe::CompiledRecipe& c) {
+  const auto& t = c.recipe.training;
+  return {.max_lr = t.lr,
+          .min_lr = t.min_lr,
+          .warmup_iters = c.derived.lr_warmup_iters,
+          .decay_iters = c.derived.lr_decay_iters,
+          .style = t.lr_decay_style,
+          .wsd_decay_iters = c.derived.lr_wsd_decay_iters,
+          .wsd_style = t.lr_wsd_decay_style};
+}
+
+optim::LossScalerConfig scaler_config(const recipe::PrecisionSection& p) {
+  if (p.dtype != recipe::DType::F16) return {.initial_scale = 1.0, .dynamic = false};
+  if (p.loss_scale) return {.initial_scale = *p.loss_scale, .dynamic = false};
+  return {.initial_scale = p.initial_loss_scale,
+          .min_scale = p.min_loss_scale,
+          .window = p.loss_scale_window,
+          .hysteresis = p.hysteresis,
+          .dynamic = true};
+}
+
+std::filesystem::path prepare_run_dir(const recipe::CompiledRecipe& c, const TrainOptions& o) {
+  const std::filesystem::path dir = run_dir_for(c, o.run_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UserError("cannot create run directory " + dir.string() + ": " + ec.message());
+  std::ofstream(dir / "recipe.yaml") << recipe::render_yaml(c);
+  if (!o.recipe_text.empty()) std::ofstream(dir / "recipe.original.yaml") << o.recipe_text;
+  return dir;
+}
+
+ModelSpeed model_speed(const recipe::CompiledRecipe& c, const plan::Plan& p,
+                       const plan::HardwareProfile& hardware) {
+  const bool wide = c.recipe.precision.dtype == recipe::DType::F32;
+  return {.flops_per_token = p.flops.model_per_iteration /
+                             double(std::max<int64_t>(p.tokens_per_iteration, 1)),
+          .peak = wide ? hardware.peak_flops_32bit : hardware.peak_flops_16bit};
+}
+
+// The rank's GPU is made current before MPI starts, since a CUDA-aware MPI opens its context
+// there; SIGTERM, SIGUSR1 and SIGINT (Slurm's time limit, preemption, Ctrl-C) then stop the
+// run at an iteration boundary.
+std::unique_ptr<dist::MpiRuntime> start_job(const recipe::CompiledRecipe& c) {
+  const auto& r = c.recipe;
+  dist::Watchdog::set_timeout(
+      std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
+  if (run_device(r) == tensor::Device::Cuda)
+    tensor::select_cuda_device(run_cuda_device(r, dist::launch_info().local_rank));
+  std::unique_ptr<dist::MpiRuntime> mpi;
+  if (c.derived.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
+  dist::enable_graceful_stop();
+  return mpi;
+}
+
+// The Plan's rank grid over the job's world, refusing a job of another size.
+parallel::ProcessGroups make_groups(const recipe::CompiledRecipe& c, const plan::Plan& plan,
+                                    dist::MpiRuntime* mpi, tensor::Backend& backend) {
+  std::unique_ptr<dist::Communicator> world = make_world(mpi, backend);
+  if (world->size() != plan.layout.world) throw wrong_rank_count(c, world->size());
+  return parallel::make_process_groups(std::move(world), plan.layout);
+}
+
+std::unique_ptr<model::GptModel> make_model(const RunContext& run) {
+  const auto& r = run.compiled.recipe;
+  const parallel::ProcessGroups& g = run.groups;
+  model::ModelPlacement placement{
+      .tp = {.group = g.tp.get(), .rank = g.coord.tp, .size = g.tp_size,
+             .sequence_parallel = r.parallel.sequence_parallel && g.tp_size > 1},
+      .chunks = run.plan.stages[size_t(g.coord.pp)].chunks,
+      .first_stage = g.first_stage(),
+      .last_stage = g.last_stage()};
+  return std::make_unique<model::GptModel>(*run.backend, run.config, std::move(placement));
+}
+
+}  // namespace
+
+const std::vector<plan::PipelineOp>& StagePrograms::at(int64_t microbatches) {
+  auto it = made_.find(microbatches);
+  if (it == made_.end()) {
+    it = made_.emplace(microbatches, plan::stage_program(plan_.schedule.kind, plan_.layout.pp,
+                                                         stage_, plan_.schedule.chunks,
+                                                         microbatches))
+             .first;
+  }
+  return it->second;
+}
+
+RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& options)
+    : compiled(c),
+      hardware(plan::find_hardware(c.recipe.cluster.hardware)),
+      plan(plan::build_plan(c, hardware)),
+      mpi(start_job(c)),
+      backend(make_run_backend(c.recipe, options.threads, dist::launch_info().local_rank)),
+      groups(make_groups(c, plan, mpi.get(), *backend)),
+      config(model::gpt_config(c.recipe, c.derived)),
+      scaling(scaler_config(c.recipe.precision)),
+      scaler(scaling),
+      lr(lr_schedule(c)),
+      batches{.global_batch = c.recipe.training.global_batch_size,
+              .micro_batch = c.recipe.training.micro_batch_size,
+              .data_parallel = c.derived.data_parallel,
+              .rampup = c.recipe.training.rampup_batch_size},
+      programs(plan, groups.coord.pp),
+      speed(model_speed(c, plan, hardware)) {
+  const auto& r = c.recipe;
+  if (!rank0()) spdlog::set_level(spdlog::level::warn);
+  if (rank0()) run_dir = prepare_run_dir(c, options);
+  model = make_model(*this);
+  checkpointer = std::make_unique<Checkpointer>(c, groups, *backend, options.recipe_text,
+                                                options.overrides);
+  // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.
+  if (!checkpointer->source()) model->initialise(uint64_t(r.training.seed));
+  optimizer = std::make_unique<ParallelOptimizer>(
+      *backend, model->parameters(), groups,
+      optim::OptimizerConfig{.kind = r.training.optimizer,
+                      .beta1 = r.training.adam_beta1,
+                      .beta2 = r.training.adam_beta2,
+                      .eps = r.training.adam_eps,
+                      .weight_decay = r.training.weight_decay,
+                      .momentum = r.training.sgd_momentum},
+      r.parallel.distributed_optimizer, c.derived.ddp_bucket_size, config.tie_embeddings);
+  resumed = checkpointer->load(*model, *optimizer);
+  if (resumed && scaling.dynamic && resumed->dtype == "f16") {
+    scaler.restore(resumed->state.loss_scale, resumed->state.growth_tracker,
+                   resumed->state.hysteresis_tracker);
+  }
+  const int64_t train_samples = batches.samples_after(c.derived.train_iters);
+  const bool evaluating = r.eval.interval && *r.eval.interval > 0 && r.eval.iters > 0;
+  const int64_t valid_samples = evaluating ? r.eval.iters * r.training.global_batch_size : 0;
+  data = load_train_data(c, train_samples, std::max<int64_t>(valid_samples, 1));
+}
+
+double RunContext::sum_of_losses(double value) const {
+  const bool holder = groups.last_stage() && groups.coord.tp == 0;
+  return parallel::sum_across(*backend, *groups.world, holder ? value : 0.0);
+}
+
+}  // namespace megatron::train

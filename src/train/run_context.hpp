@@ -1,0 +1,85 @@
+// One rank's training run, opened once: the Plan it executes, then MPI, the backend, the process
+// groups, its stage's model chunks, optimizer, loss scaler, checkpointer and data, each built from the last.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "dist/mpi_communicator.hpp"
+#include "model/gpt_model.hpp"
+#include "optim/loss_scaler.hpp"
+#include "optim/lr_schedule.hpp"
+#include "parallel/process_groups.hpp"
+#include "plan/hardware.hpp"
+#include "plan/plan.hpp"
+#include "plan/program.hpp"
+#include "recipe/compile.hpp"
+#include "tensor/backend.hpp"
+#include "train/batch_size.hpp"
+#include "train/checkpointer.hpp"
+#include "train/parallel_optimizer.hpp"
+#include "train/train_data.hpp"
+#include "train/trainer.hpp"
+
+namespace megatron::train {
+
+// What turns tokens per second into model FLOP/s and MFU: the plan's model FLOPs (Megatron's
+// convention, without recompute) per token, and the peak of cluster.hardware per rank.
+struct ModelSpeed {
+  double flops_per_token = 0.0;
+  double peak = 1.0;
+};
+
+// This stage's program for a number of micro-batches (fewer while the batch ramps up), made once
+// per size from the Plan's schedule: the op list the Plan describes for this stage.
+class StagePrograms {
+ public:
+  StagePrograms(const plan::Plan& plan, int64_t stage) : plan_(plan), stage_(stage) {}
+  const std::vector<plan::PipelineOp>& at(int64_t microbatches);
+
+ private:
+  const plan::Plan& plan_;
+  int64_t stage_;
+  std::map<int64_t, std::vector<plan::PipelineOp>> made_;
+};
+
+// Members are built in declaration order, each from those before it (the backend from the
+// Plan's device, the groups from its rank grid, the model from its stage, the optimizer from the
+// model), and torn down in reverse (MPI last). Neither copied nor moved: the model and the
+// optimizer refer to the backend and the groups.
+struct RunContext {
+  RunContext(const recipe::CompiledRecipe& compiled, const TrainOptions& options);
+  RunContext(const RunContext&) = delete;
+  RunContext& operator=(const RunContext&) = delete;
+
+  bool rank0() const { return groups.world_rank == 0; }
+  // The loss of a micro-batch is summed on last stages only: the sum over every rank of
+  // `value` held there, known to every rank.
+  double sum_of_losses(double value) const;
+
+  const recipe::CompiledRecipe& compiled;
+  const plan::HardwareProfile& hardware;
+  const plan::Plan plan;
+  std::unique_ptr<dist::MpiRuntime> mpi;  // null for a single process
+  std::unique_ptr<tensor::Backend> backend;
+  parallel::ProcessGroups groups;
+  std::filesystem::path run_dir;  // rank 0's; empty on the other ranks
+  model::GptConfig config;
+  std::unique_ptr<model::GptModel> model;
+  std::unique_ptr<Checkpointer> checkpointer;
+  std::unique_ptr<ParallelOptimizer> optimizer;
+  optim::LossScalerConfig scaling;
+  optim::LossScaler scaler;
+  std::optional<ckpt::CheckpointMeta> resumed;  // what the run continues from
+  optim::LrSchedule lr;
+  BatchSchedule batches;
+  StagePrograms programs;
+  ModelSpeed speed;
+  TrainData data;
+};
+
+}  // namespace megatron::train
