@@ -800,6 +800,9 @@ Common common_params(const Tensor& qkv, const AttentionShape& s, const Attention
   require(d == 32 || d == 64 || d == 80 || d == 96 || d == 128, op,
           "head_dim " + std::to_string(d) + " is not supported (supported: 32, 64, 80, 96, 128)");
   require(o.dropout >= 0.0f && o.dropout < 1.0f, op, "dropout must be in [0, 1)");
+  require(o.key_lengths.empty(), op,
+          "padding masks (key_lengths) are not implemented on CUDA yet; only the CPU backend "
+          "runs them");
   require(s.seq <= INT_MAX - kBlock && s.batch <= 65535 && s.heads <= 65535, op,
           "shape too large (seq below 2^31 - 64, batch and heads at most 65535)");
   require_float(qkv, "qkv", op);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 #include <span>
 
 #include "tensor/tensor.hpp"
@@ -59,6 +60,9 @@ struct AttentionOptions {
   RngKey rng;
   int64_t head_offset = 0;
   int64_t total_heads = 0;
+  // The padding mask (BERT, T5): sequence b attends to its keys 0..key_lengths[b]-1 only (with
+  // `causal`, also only to keys up to the query); each length in 1..seq. Empty: every key.
+  std::vector<int64_t> key_lengths;
 };
 
 // Rotary position embedding (rotate-half convention of Megatron and Hugging Face Llama):

@@ -184,11 +184,16 @@ struct Layout {
   }
   int64_t key_column(int64_t group) const { return (group * (per_group + 2) + per_group) * dim; }
   int64_t value_column(int64_t group) const { return key_column(group) + dim; }
-  // Columns j0.. of query row i that are attended to: a prefix of the block (none for padding).
-  int64_t valid_columns(int64_t i, int64_t j0, bool causal) const {
+  // Columns j0.. of query row i that are attended to, when the sequence's first `keys` keys
+  // are: a prefix of the block (none for rows past the sequence).
+  int64_t valid_columns(int64_t i, int64_t j0, bool causal, int64_t keys) const {
     if (i >= seq) return 0;
-    const int64_t end = causal ? i + 1 : seq;
+    const int64_t end = std::min(causal ? i + 1 : seq, keys);
     return std::clamp<int64_t>(end - j0, 0, kBlock);
+  }
+  // Key blocks query block qb reads: through the diagonal when causal, and none past `keys`.
+  int64_t key_blocks(int64_t qb, bool causal, int64_t keys) const {
+    return std::min(causal ? qb + 1 : blocks, (keys + kBlock - 1) / kBlock);
   }
 };
 
@@ -196,6 +201,21 @@ void check_shape(const AttentionShape& s, const char* op) {
   cpu::require(s.batch >= 0 && s.seq >= 0 && s.head_dim > 0 && s.groups > 0 && s.heads > 0 &&
                    s.heads % s.groups == 0,
                op, "bad shape (heads must be a positive multiple of groups)");
+}
+
+void check_key_lengths(const AttentionShape& s, const AttentionOptions& o, const char* op) {
+  if (o.key_lengths.empty()) return;
+  cpu::require(int64_t(o.key_lengths.size()) == s.batch, op,
+               "key_lengths has " + std::to_string(o.key_lengths.size()) +
+                   " entries for a batch of " + std::to_string(s.batch));
+  for (const int64_t keys : o.key_lengths)
+    cpu::require(keys >= 1 && keys <= s.seq, op,
+                 "a key length of " + std::to_string(keys) + " is outside 1.." +
+                     std::to_string(s.seq));
+}
+
+int64_t keys_of(const AttentionOptions& o, const AttentionShape& s, int64_t b) {
+  return o.key_lengths.empty() ? s.seq : o.key_lengths[size_t(b)];
 }
 
 // Asks for row t + kAhead of a head's slice while row t is copied: rows are a whole qkv row
@@ -283,8 +303,8 @@ struct ForwardScratch {
 
 // One head: o = softmax(scale * q k^T) v (rows normalised) and lse [seq], by query blocks with
 // an online softmax over key blocks.
-void forward_head(const Layout& l, const AttentionOptions& options, const Dropout& dropout,
-                  ForwardScratch& ws, float* lse) {
+void forward_head(const Layout& l, const AttentionOptions& options, int64_t keys,
+                  const Dropout& dropout, ForwardScratch& ws, float* lse) {
   const int64_t dp = l.dim_pad;
   const float scale = options.scale;
   float* s = ws.s.get();
@@ -295,15 +315,15 @@ void forward_head(const Layout& l, const AttentionOptions& options, const Dropou
     std::fill(o, o + kBlock * dp, 0.0f);
     std::fill(row_max, row_max + kBlock, -std::numeric_limits<float>::infinity());
     std::fill(row_sum, row_sum + kBlock, 0.0f);
-    // Causal: key blocks past the diagonal one are fully masked.
-    const int64_t kb_end = options.causal ? qb + 1 : l.blocks;
+    // Causal: key blocks past the diagonal one are fully masked; so are those past the keys.
+    const int64_t kb_end = l.key_blocks(qb, options.causal, keys);
     for (int64_t kb = 0; kb < kb_end; ++kb) {
       const int64_t j0 = kb * kBlock;
       block_product(kBlock, kBlock, dp, ws.q.get() + i0 * dp, dp, 1, ws.kt.get() + j0, l.seq_pad, s,
                     kBlock, false);
       for (int64_t r = 0; r < kBlock; ++r) {
         float* srow = s + r * kBlock;
-        const int64_t valid = l.valid_columns(i0 + r, j0, options.causal);
+        const int64_t valid = l.valid_columns(i0 + r, j0, options.causal, keys);
         if (valid == 0) {
           std::fill(srow, srow + kBlock, 0.0f);
           continue;
@@ -366,8 +386,8 @@ struct BackwardScratch {
 
 // One query head's contribution: dq overwritten, dk and dv (of its group) accumulated. P is
 // recomputed from lse block by block; delta_i = rowsum(dO_i * O_i) = rowsum(P_i * dP_i).
-void backward_head(const Layout& l, const AttentionOptions& options, const Dropout& dropout,
-                   BackwardScratch& ws) {
+void backward_head(const Layout& l, const AttentionOptions& options, int64_t keys,
+                   const Dropout& dropout, BackwardScratch& ws) {
   const int64_t dp = l.dim_pad;
   const float scale = options.scale;
   float* s = ws.s.get();
@@ -379,7 +399,7 @@ void backward_head(const Layout& l, const AttentionOptions& options, const Dropo
     const float* q = ws.q.get() + i0 * dp;
     const float* dout = ws.dout.get() + i0 * dp;
     float* dq = ws.dq.get() + i0 * dp;
-    const int64_t kb_end = options.causal ? qb + 1 : l.blocks;
+    const int64_t kb_end = l.key_blocks(qb, options.causal, keys);
     for (int64_t kb = 0; kb < kb_end; ++kb) {
       const int64_t j0 = kb * kBlock;
       block_product(kBlock, kBlock, dp, q, dp, 1, ws.kt.get() + j0, l.seq_pad, s, kBlock, false);
@@ -389,7 +409,7 @@ void backward_head(const Layout& l, const AttentionOptions& options, const Dropo
         float* srow = s + r * kBlock;
         float* dprow = dpb + r * kBlock;
         const int64_t i = i0 + r;
-        const int64_t valid = l.valid_columns(i, j0, options.causal);
+        const int64_t valid = l.valid_columns(i, j0, options.causal, keys);
         if (valid == 0) {
           std::fill(srow, srow + kBlock, 0.0f);
           std::fill(dprow, dprow + kBlock, 0.0f);
@@ -494,6 +514,7 @@ void CpuBackend::attention_forward(const Tensor& qkv, const AttentionShape& shap
   const char* op = "attention_forward";
   check_shape(shape, op);
   check_dropout(options.dropout, op);
+  check_key_lengths(shape, options, op);
   const Layout l(shape);
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,
                "qkv " + to_string(qkv.shape()) + " does not match the shape");
@@ -520,7 +541,7 @@ void CpuBackend::attention_forward(const Tensor& qkv, const AttentionShape& shap
                             .key = options.rng,
                             .head_base = head_base(options, l, b, h),
                             .seq = l.seq};
-      forward_head(l, options, dropout, ws, lse_data + unit * l.seq);
+      forward_head(l, options, keys_of(options, shape, b), dropout, ws, lse_data + unit * l.seq);
       scatter(ws.o.get(), l.dim_pad, l.seq, l.dim, out, row0, l.heads * l.dim, h * l.dim);
     }
   }
@@ -532,6 +553,7 @@ void CpuBackend::attention_backward(const Tensor& qkv, const Tensor& out, const 
   const char* op = "attention_backward";
   check_shape(shape, op);
   check_dropout(options.dropout, op);
+  check_key_lengths(shape, options, op);
   const Layout l(shape);
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,
                "qkv " + to_string(qkv.shape()) + " does not match the shape");
@@ -579,7 +601,7 @@ void CpuBackend::attention_backward(const Tensor& qkv, const Tensor& out, const 
                               .key = options.rng,
                               .head_base = head_base(options, l, b, h),
                               .seq = l.seq};
-        backward_head(l, options, dropout, ws);
+        backward_head(l, options, keys_of(options, shape, b), dropout, ws);
         scatter(ws.dq.get(), l.dim_pad, l.seq, l.dim, dqkv, row0, l.width, l.query_column(h));
       }
       scatter(ws.dk.get(), l.dim_pad, l.seq, l.dim, dqkv, row0, l.width, l.key_column(g));

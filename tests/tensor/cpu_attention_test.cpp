@@ -53,7 +53,8 @@ std::vector<double> probabilities(const std::vector<float>& qkv, const Attention
   const Columns col{s};
   const int64_t width = s.qkv_width();
   std::vector<double> p(static_cast<size_t>(s.seq), 0.0);
-  const int64_t end = o.causal ? i + 1 : s.seq;
+  const int64_t keys = o.key_lengths.empty() ? s.seq : o.key_lengths[static_cast<size_t>(b)];
+  const int64_t end = std::min(o.causal ? i + 1 : s.seq, keys);
   double max = -INFINITY;
   for (int64_t j = 0; j < end; ++j) {
     double dot = 0.0;
@@ -323,6 +324,69 @@ TEST(CpuAttention, GroupedQueryBackwardSumsKeyAndValueGradientsOverTheGroup) {
 TEST(CpuAttention, DropoutBackwardMatchesNumericGradient) {
   check_gradient({.batch = 1, .seq = 70, .heads = 4, .groups = 2, .head_dim = 4},
                  options_for({.head_dim = 4}, true, 0.3f));
+}
+
+// BERT's padding mask: sequence b attends to its first key_lengths[b] keys only. 70 and 130
+// keys end inside a 64-key block; 1 leaves a single key; 200 is the whole sequence.
+AttentionOptions padded(const AttentionShape& s, bool causal, std::vector<int64_t> keys,
+                        float dropout = 0.0f) {
+  AttentionOptions o = options_for(s, causal, dropout);
+  o.key_lengths = std::move(keys);
+  return o;
+}
+
+TEST(CpuAttention, PaddingMaskedForwardMatchesNaiveSoftmaxOverTheSequencesKeys) {
+  CpuBackend backend(2);
+  const AttentionShape s{.batch = 4, .seq = 200, .heads = 2, .groups = 1, .head_dim = 16};
+  const auto qkv = random_qkv(s, 5);
+  for (const bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "bidirectional");
+    const AttentionOptions o = padded(s, causal, {70, 1, 200, 130});
+    const Result got = run_forward(backend, qkv, s, o);
+    const Forward want = naive_forward(qkv, s, o);
+    expect_all_near(got.out, want.out, kForwardTolerance, "out");
+    expect_all_near(got.lse, want.lse, 5e-6, "lse", 1e-6);
+  }
+}
+
+TEST(CpuAttention, PaddedKeysChangeNothingWhateverTheyHold) {
+  CpuBackend backend(1);
+  const AttentionShape s{.batch = 1, .seq = 100, .heads = 2, .groups = 2, .head_dim = 8};
+  const AttentionOptions o = padded(s, false, {37});
+  auto qkv = random_qkv(s, 6);
+  const Result before = run_forward(backend, qkv, s, o);
+  for (int64_t row = 37; row < s.seq; ++row)  // every key and value of the padding
+    for (int64_t c = 0; c < s.qkv_width(); ++c) qkv[static_cast<size_t>(row * s.qkv_width() + c)] *= -7.0f;
+  const Result after = run_forward(backend, qkv, s, o);
+  for (int64_t i = 0; i < 37 * s.heads * s.head_dim; ++i)
+    EXPECT_EQ(before.out[static_cast<size_t>(i)], after.out[static_cast<size_t>(i)]) << i;
+}
+
+TEST(CpuAttention, PaddingMaskedBackwardMatchesNumericGradient) {
+  const AttentionShape s{.batch = 2, .seq = 70, .heads = 2, .groups = 1, .head_dim = 4};
+  check_gradient(s, padded(s, false, {45, 66}));
+  check_gradient(s, padded(s, true, {70, 3}, 0.3f));
+}
+
+TEST(CpuAttention, PaddingMaskedBackwardMatchesNaiveDoubleBackward) {
+  CpuBackend backend(2);
+  const AttentionShape s{.batch = 2, .seq = 150, .heads = 4, .groups = 2, .head_dim = 32};
+  const AttentionOptions o = padded(s, false, {150, 77});
+  const auto qkv = random_qkv(s, 7);
+  const auto dout = random_values(out_size(s), 8);
+  expect_all_near(run_backward(backend, qkv, dout, s, o), naive_backward(qkv, dout, s, o), 5e-5,
+                  "dqkv", 1e-3);
+}
+
+TEST(CpuAttention, RejectsKeyLengthsOutsideTheSequenceOrOfAnotherBatch) {
+  CpuBackend backend(1);
+  const AttentionShape s{.batch = 2, .seq = 8, .heads = 1, .groups = 1, .head_dim = 4};
+  const auto qkv = random_qkv(s, 9);
+  for (const std::vector<int64_t>& keys :
+       std::vector<std::vector<int64_t>>{{8}, {0, 8}, {9, 8}, {8, 8, 8}}) {
+    EXPECT_THROW(run_forward(backend, qkv, s, padded(s, false, keys)), std::logic_error)
+        << keys.size() << " lengths, first " << keys[0];
+  }
 }
 
 TEST(CpuAttention, BackwardMatchesNaiveDoubleBackwardAtTrainingHeadDim) {
