@@ -104,6 +104,7 @@ struct Common {
   float dropout;     // 0: off
   float keep_scale;  // 1 / (1 - dropout)
   tensor::RngKey rng;
+  const int* key_lengths;  // [batch] on the device: the padding mask's keys per sequence; null: all
   int64_t total_heads;  // of the dropout numbering (shape.heads when options.total_heads is 0)
   int64_t head_offset;
   DType qkv_dtype;
@@ -149,6 +150,11 @@ __device__ __forceinline__ int64_t key_column(const Common& c, int g, int dim) {
 }
 
 // Where head h of batch b starts in the dropout numbering of the probabilities.
+// Keys sequence b attends to: 0..keys-1 (the padding mask), every key without one.
+__device__ __forceinline__ int keys_of(const Common& c, int b) {
+  return c.key_lengths ? c.key_lengths[b] : c.seq;
+}
+
 __device__ __forceinline__ uint64_t head_base(const Common& c, int b, int h) {
   return static_cast<uint64_t>((int64_t(b) * c.total_heads + c.head_offset + h) * int64_t(c.seq) *
                                int64_t(c.seq));
@@ -451,8 +457,10 @@ __global__ void __launch_bounds__(kThreads, forward_ctas(D))
     for (int k = 0; k < cols; ++k) acc[i][k] = 0.0f;
   }
 
-  // Causal: key blocks past the diagonal one are fully masked (query and key tiles are equal).
-  const int kb_end = c.causal ? qb + 1 : c.blocks;
+  // Causal: key blocks past the diagonal one are fully masked (query and key tiles are equal);
+  // so are those past the sequence's keys.
+  const int keys = keys_of(c, b);
+  const int kb_end = min_int(c.causal ? qb + 1 : c.blocks, (keys + kBlock - 1) / kBlock);
   for (int kb = 0; kb < kb_end; ++kb) {
     const int j0 = kb * kBlock;
     const int k_rows = min_int(kBlock, c.seq - j0);
@@ -472,7 +480,7 @@ __global__ void __launch_bounds__(kThreads, forward_ctas(D))
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
         const int kj = j0 + tx + kGrid * j;
-        const bool valid = kj < c.seq && (!c.causal || kj <= qi);
+        const bool valid = kj < keys && (!c.causal || kj <= qi);
         s[i][j] = valid ? s[i][j] * c.scale_log2 : -INFINITY;
         block_max = fmaxf(block_max, s[i][j]);
       }
@@ -597,8 +605,10 @@ __global__ void __launch_bounds__(kThreads, backward_ctas(D))
       dv[i][k] = 0.0f;
     }
 
-  // Causal: query blocks before this key block see none of its keys.
-  const int qb_first = c.causal ? kb : 0;
+  // Causal: query blocks before this key block see none of its keys; a block past the
+  // sequence's keys is seen by none (its dK and dV are 0).
+  const int keys = keys_of(c, b);
+  const int qb_first = j0 >= keys ? c.blocks : c.causal ? kb : 0;
   const int h_begin = g * c.per_group + chunk * c.per_group / p.chunks;
   const int h_end = g * c.per_group + (chunk + 1) * c.per_group / p.chunks;
   for (int h = h_begin; h < h_end; ++h) {
@@ -632,7 +642,7 @@ __global__ void __launch_bounds__(kThreads, backward_ctas(D))
         for (int j = 0; j < kPer; ++j) {
           const int col = tx + kGrid * j;
           const int qi = i0 + col;
-          const bool valid = qi < c.seq && kj < c.seq && (!c.causal || kj <= qi);
+          const bool valid = qi < c.seq && kj < keys && (!c.causal || kj <= qi);
           const float prob = valid ? exp2f(st[i][j] * c.scale_log2 - lse_s[col]) : 0.0f;
           float* at = s_s + (ty + kGrid * i) * kScoreStride + col;
           const float z = c.dropout > 0.0f ? *at : 1.0f;
@@ -741,7 +751,8 @@ __global__ void __launch_bounds__(kThreads, backward_ctas(D))
     for (int k = 0; k < cols; ++k) acc[i][k] = 0.0f;
   }
 
-  const int kb_end = c.causal ? qb + 1 : c.blocks;
+  const int keys = keys_of(c, b);
+  const int kb_end = min_int(c.causal ? qb + 1 : c.blocks, (keys + kBlock - 1) / kBlock);
   for (int kb = 0; kb < kb_end; ++kb) {
     const int j0 = kb * kBlock;
     const int k_rows = min_int(kBlock, c.seq - j0);
@@ -762,7 +773,7 @@ __global__ void __launch_bounds__(kThreads, backward_ctas(D))
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
         const int kj = j0 + tx + kGrid * j;
-        const bool valid = qi < c.seq && kj < c.seq && (!c.causal || kj <= qi);
+        const bool valid = qi < c.seq && kj < keys && (!c.causal || kj <= qi);
         const float prob = valid ? exp2f(s[i][j] * c.scale_log2 - lse2[i]) : 0.0f;
         float* at = s_s + (ty + kGrid * i) * kScoreStride + tx + kGrid * j;
         const float z = c.dropout > 0.0f ? *at : 1.0f;
@@ -800,9 +811,12 @@ Common common_params(const Tensor& qkv, const AttentionShape& s, const Attention
   require(d == 32 || d == 64 || d == 80 || d == 96 || d == 128, op,
           "head_dim " + std::to_string(d) + " is not supported (supported: 32, 64, 80, 96, 128)");
   require(o.dropout >= 0.0f && o.dropout < 1.0f, op, "dropout must be in [0, 1)");
-  require(o.key_lengths.empty(), op,
-          "padding masks (key_lengths) are not implemented on CUDA yet; only the CPU backend "
-          "runs them");
+  require(o.key_lengths.empty() || int64_t(o.key_lengths.size()) == s.batch, op,
+          "key_lengths has " + std::to_string(o.key_lengths.size()) + " entries for a batch of " +
+              std::to_string(s.batch));
+  for (const int64_t keys : o.key_lengths)
+    require(keys >= 1 && keys <= s.seq, op,
+            "a key length of " + std::to_string(keys) + " is outside 1.." + std::to_string(s.seq));
   require(s.seq <= INT_MAX - kBlock && s.batch <= 65535 && s.heads <= 65535, op,
           "shape too large (seq below 2^31 - 64, batch and heads at most 65535)");
   require_float(qkv, "qkv", op);
@@ -828,6 +842,34 @@ Common common_params(const Tensor& qkv, const AttentionShape& s, const Attention
   c.vec = aligned16(qkv);
   return c;
 }
+
+// The padding mask's key lengths on the device for one call's launches, freed in stream order
+// after them (the stream-ordered pool makes both cheap).
+class DeviceKeyLengths {
+ public:
+  DeviceKeyLengths(cudaStream_t stream, const std::vector<int64_t>& lengths, const char* op)
+      : stream_(stream) {
+    if (lengths.empty()) return;
+    const std::vector<int> host(lengths.begin(), lengths.end());  // each checked <= seq
+    void* p = nullptr;
+    check_cuda(cudaMallocAsync(&p, host.size() * sizeof(int), stream), op);
+    data_ = static_cast<int*>(p);
+    // From pageable memory the copy is staged before the call returns: `host` may go.
+    check_cuda(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(int),
+                               cudaMemcpyHostToDevice, stream),
+               op);
+  }
+  ~DeviceKeyLengths() {
+    if (data_) cudaFreeAsync(data_, stream_);
+  }
+  DeviceKeyLengths(const DeviceKeyLengths&) = delete;
+  DeviceKeyLengths& operator=(const DeviceKeyLengths&) = delete;
+  const int* get() const { return data_; }
+
+ private:
+  cudaStream_t stream_;
+  int* data_ = nullptr;
+};
 
 // Dynamic shared memory above the default 48 KiB must be opted into per kernel.
 template <typename Kernel>
@@ -884,6 +926,8 @@ void attention_forward(cudaStream_t stream, const Tensor& qkv, const AttentionSh
   require(lse.dtype() == DType::F32 && lse.numel() == shape.batch * shape.heads * shape.seq, op,
           "lse must be f32 [batch, heads, seq]");
   if (shape.batch == 0 || shape.seq == 0) return;
+  const DeviceKeyLengths key_lengths(stream, options.key_lengths, op);
+  p.c.key_lengths = key_lengths.get();
   p.out = out.raw();
   p.out_dtype = out.dtype();
   p.lse = static_cast<float*>(lse.raw());
@@ -925,6 +969,8 @@ void attention_backward(cudaStream_t stream, Workspace& workspace, const Tensor&
   require(lse.dtype() == DType::F32 && lse.numel() == shape.batch * shape.heads * shape.seq, op,
           "lse must be f32 [batch, heads, seq]");
   if (shape.batch == 0 || shape.seq == 0) return;
+  const DeviceKeyLengths key_lengths(stream, options.key_lengths, op);
+  p.c.key_lengths = key_lengths.get();
   const int64_t rows = shape.batch * shape.seq;
   const int64_t base_ctas = int64_t(p.c.blocks) * shape.groups * shape.batch;
   const int64_t per_group = shape.heads / shape.groups;

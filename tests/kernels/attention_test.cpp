@@ -39,6 +39,7 @@ struct Case {
   float dropout = 0.0f;
   int64_t head_offset = 0;
   int64_t total_heads = 0;
+  std::vector<int64_t> key_lengths;  // the padding mask; empty: none
 };
 
 std::string describe(const Case& c) {
@@ -47,7 +48,8 @@ std::string describe(const Case& c) {
          std::to_string(s.heads) + ", groups " + std::to_string(s.groups) + ", head_dim " +
          std::to_string(s.head_dim) + ", " + std::string(tensor::name(c.dtype)) +
          (c.causal ? ", causal" : ", unmasked") + ", dropout " + std::to_string(c.dropout) +
-         ", head_offset " + std::to_string(c.head_offset) + "/" + std::to_string(c.total_heads);
+         ", head_offset " + std::to_string(c.head_offset) + "/" + std::to_string(c.total_heads) +
+         (c.key_lengths.empty() ? "" : ", " + std::to_string(c.key_lengths.size()) + " key lengths");
 }
 
 AttentionOptions options_for(const Case& c) {
@@ -56,7 +58,8 @@ AttentionOptions options_for(const Case& c) {
           .dropout = c.dropout,
           .rng = {.seed = 1234, .stream = 77},
           .head_offset = c.head_offset,
-          .total_heads = c.total_heads};
+          .total_heads = c.total_heads,
+          .key_lengths = c.key_lengths};
 }
 
 class CudaAttention : public CudaOpTest {
@@ -234,6 +237,39 @@ TEST_F(CudaAttention, HeadDimsBetweenTheBuiltOnesRunPaddedAndMatchCpu) {
     }
   check_both({.shape = {.batch = 1, .seq = 33, .heads = 2, .groups = 2, .head_dim = 8},
               .dtype = DType::F32, .dropout = 0.1f});
+}
+
+// BERT's padding mask: each sequence attends to its first keys only (70 ends inside a tile, 1
+// leaves one key, 130 is the whole sequence), bidirectional and causal, with GQA.
+TEST_F(CudaAttention, PaddingMaskMatchesCpu) {
+  for (const bool causal : {false, true})
+    for (DType dtype : {DType::F32, DType::Bf16})
+      check_both({.shape = {.batch = 3, .seq = 130, .heads = 4, .groups = 2, .head_dim = 64},
+                  .causal = causal,
+                  .dtype = dtype,
+                  .key_lengths = {70, 1, 130}});
+}
+
+TEST_F(CudaAttention, PaddingMaskWithDropoutAndAPaddedHeadDimMatchesCpu) {
+  check_both({.shape = {.batch = 2, .seq = 100, .heads = 2, .groups = 1, .head_dim = 128},
+              .causal = false,
+              .dropout = 0.1f,
+              .key_lengths = {37, 100}});
+  check_both({.shape = {.batch = 2, .seq = 65, .heads = 4, .groups = 4, .head_dim = 8},
+              .causal = false,
+              .key_lengths = {64, 65}});
+}
+
+TEST_F(CudaAttention, RejectsKeyLengthsOutsideTheSequence) {
+  const AttentionShape s{.batch = 1, .seq = 4, .heads = 2, .groups = 1, .head_dim = 64};
+  Tensor qkv = gpu().zeros({4, s.qkv_width()}, DType::F32);
+  Tensor out = gpu().empty({4, 2 * 64}, DType::F32);
+  Tensor lse = gpu().empty({1, 2, 4}, DType::F32);
+  for (const int64_t keys : {0, 5}) {
+    AttentionOptions o = options_for({.shape = s});
+    o.key_lengths = {keys};
+    EXPECT_THROW(gpu().attention_forward(qkv, s, o, out, lse), std::logic_error) << keys;
+  }
 }
 
 TEST_F(CudaAttention, RejectsHeadDimsAboveTheLargestBuilt) {
