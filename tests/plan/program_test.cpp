@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include "recipe/enum_names.hpp"
+
 namespace megatron::plan {
 namespace {
 
@@ -23,20 +25,8 @@ struct Case {
   int p, v, m;
 };
 
-std::string name(recipe::Schedule kind) {
-  switch (kind) {
-    case recipe::Schedule::AllForwardAllBackward:
-      return "all-forward-all-backward";
-    case recipe::Schedule::OneFOneB:
-      return "1f1b";
-    case recipe::Schedule::Interleaved:
-      return "interleaved";
-  }
-  return "?";
-}
-
 std::string describe(const Case& c) {
-  return name(c.kind) + " p=" + std::to_string(c.p) + " v=" + std::to_string(c.v) +
+  return std::string(recipe::name_of(c.kind)) + " p=" + std::to_string(c.p) + " v=" + std::to_string(c.v) +
          " m=" + std::to_string(c.m);
 }
 
