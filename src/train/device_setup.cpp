@@ -1,5 +1,6 @@
 #include "train/device_setup.hpp"
 
+#include "core/error.hpp"
 #include "dist/self_communicator.hpp"
 #include "tensor/make_backend.hpp"
 #ifdef MEGATRON_WITH_CUDA
@@ -16,6 +17,16 @@ tensor::Device run_device(const recipe::Recipe& r) {
     case recipe::DeviceKind::Auto: break;
   }
   return r.cluster.hardware == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
+}
+
+void check_device_limits(const recipe::Recipe& r, int64_t head_dim, const std::string& file) {
+  constexpr int64_t kCudaMaxHeadDim = 128;
+  if (run_device(r) == tensor::Device::Cuda && head_dim > kCudaMaxHeadDim) {
+    throw UserError(file + ": model.kv_channels: attention heads of " + std::to_string(head_dim) +
+                    " channels are wider than the CUDA attention's " +
+                    std::to_string(kCudaMaxHeadDim) +
+                    "; use more heads (model.num_attention_heads) or run on the cpu");
+  }
 }
 
 int run_cuda_device(const recipe::Recipe& r, int local_rank) {

@@ -14,6 +14,7 @@
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "tensor/host_io.hpp"
+#include "train/device_setup.hpp"
 #include "train/iteration.hpp"
 #include "train/log_interval.hpp"
 #include "train/metrics_log.hpp"
@@ -148,6 +149,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "
                              "parallel.context=1");
   }
+  check_device_limits(r, d.head_dim, c.file);
   if (d.train_iters <= 0) {
     throw UserError(c.file + ": the recipe sets no training length: set training.train_iters, "
                              "train_samples or train_tokens");

@@ -30,6 +30,23 @@ TEST(RunDevice, AnExplicitDeviceWinsOverTheProfile) {
   EXPECT_EQ(run_device(with("cpu", recipe::DeviceKind::Cuda)), tensor::Device::Cuda);
 }
 
+TEST(DeviceLimits, CudaRefusesHeadsWiderThanItsAttentionKernelsNamingTheKey) {
+  try {
+    check_device_limits(with("h100-sxm", recipe::DeviceKind::Auto), 256, "big.yaml");
+    FAIL() << "head dim 256 accepted on cuda";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "big.yaml: model.kv_channels: attention heads of 256 channels are wider "
+                           "than the CUDA attention's 128; use more heads "
+                           "(model.num_attention_heads) or run on the cpu");
+  }
+}
+
+TEST(DeviceLimits, TheCpuAndHeadsUpTo128PassOnEveryDevice) {
+  EXPECT_NO_THROW(check_device_limits(with("cpu", recipe::DeviceKind::Auto), 256, "r.yaml"));
+  EXPECT_NO_THROW(check_device_limits(with("h200", recipe::DeviceKind::Auto), 128, "r.yaml"));
+  EXPECT_NO_THROW(check_device_limits(with("h200", recipe::DeviceKind::Auto), 8, "r.yaml"));
+}
+
 TEST(RunBackend, TheCpuBackendTakesTheThreadCount) {
   const auto backend = make_run_backend(with("cpu", recipe::DeviceKind::Cpu), 1, 0);
   EXPECT_EQ(backend->device(), tensor::Device::Cpu);
