@@ -235,6 +235,11 @@ ProgramTiming time_programs(const std::vector<std::vector<PipelineOp>>& programs
       const auto& ops = programs[size_t(s)];
       while (next[size_t(s)] < ops.size()) {
         const PipelineOp& op = ops[next[size_t(s)]];
+        if (op.chunk < 0 || op.chunk >= chunks || op.microbatch < 0 || op.microbatch >= microbatches)
+          throw std::invalid_argument("pipeline timing: stage " + std::to_string(s) + " runs " +
+                                      to_string(op) + ", outside its " + std::to_string(chunks) +
+                                      " chunks and " + std::to_string(microbatches) +
+                                      " micro-batches");
         const double ready = input_ready(s, op);
         if (ready < 0) break;
         const double start = std::max(clock[size_t(s)], ready);

@@ -15,6 +15,7 @@
 #include "kernels/device.hpp"
 #include "kernels/ops.hpp"
 #include "tensor/cuda_gemm.hpp"
+#include "tensor/make_backend.hpp"
 
 namespace megatron::tensor {
 namespace {
@@ -387,7 +388,7 @@ namespace {
 // zero-padded to the next one: zero columns add nothing to q.k, and the output columns that
 // padded V produces are dropped. The caller's scale (1/sqrt of the real head dim) is kept.
 int64_t kernel_head_dim(int64_t d) {
-  for (const int64_t k : {32, 64, 80, 96, 128})
+  for (const int64_t k : kCudaAttentionHeadDims)
     if (d <= k) return k;
   return d;  // the kernels' own error names what is supported
 }

@@ -20,7 +20,7 @@ tensor::Device run_device(const recipe::Recipe& r) {
 }
 
 void check_device_limits(const recipe::Recipe& r, int64_t head_dim, const std::string& file) {
-  constexpr int64_t kCudaMaxHeadDim = 128;
+  constexpr int64_t kCudaMaxHeadDim = tensor::kCudaAttentionHeadDims.back();
   if (run_device(r) == tensor::Device::Cuda && head_dim > kCudaMaxHeadDim) {
     throw UserError(file + ": model.kv_channels: attention heads of " + std::to_string(head_dim) +
                     " channels are wider than the CUDA attention's " +

@@ -109,7 +109,7 @@ double forward_backward(tensor::Backend& backend, const model::GptModel& model,
                         const parallel::ProcessGroups& groups, const StepShape& shape,
                         const BatchSource& batches,
                         const std::function<void(size_t first_param)>& grads_ready) {
-  const std::vector<PipelineOp>& ops = shape.program;
+  const std::span<const PipelineOp> ops = shape.program;
   std::vector<size_t> last_backward(size_t(model.chunks()), 0);  // op index, per chunk
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].phase == Phase::Backward) last_backward[size_t(ops[i].chunk)] = i;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 
 #include "model/gpt_model.hpp"
 #include "parallel/process_groups.hpp"
@@ -13,7 +14,7 @@ namespace megatron::train {
 struct StepShape {
   // This stage's pipeline program for the iteration's micro-batches (plan::stage_program with
   // the Plan's schedule): the ops run in this order.
-  std::vector<plan::PipelineOp> program;
+  std::span<const plan::PipelineOp> program;
   int64_t microbatches = 1;         // this data-parallel rank's, per iteration
   int64_t global_microbatches = 1;  // over every data-parallel rank (the loss averages over them)
   double loss_scale = 1.0;

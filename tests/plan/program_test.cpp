@@ -357,6 +357,12 @@ TEST(PipelineTiming, StagesWaitingOnEachOtherAreADeadlockNamingTheirOps) {
   }
 }
 
+TEST(PipelineTiming, RefusesOpsOutsideTheChunksAndMicroBatchesItWasGiven) {
+  EXPECT_THROW(time_programs({{F(0, 0), B(0, 0), F(0, 2), B(0, 2)}}, 1, 2), std::invalid_argument);
+  EXPECT_THROW(time_programs({{F(1, 0), B(1, 0)}}, 1, 1), std::invalid_argument);
+  EXPECT_THROW(time_programs({{F(0, -1), B(0, -1)}}, 1, 1), std::invalid_argument);
+}
+
 TEST(PipelineTiming, RefusesProgramsTooLongToSimulate) {
   EXPECT_THROW(time_programs(std::vector<std::vector<PipelineOp>>(64), 1, int64_t{1} << 20),
                std::invalid_argument);
