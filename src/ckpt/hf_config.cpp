@@ -107,8 +107,8 @@ bool positive(double v) { return v > 0; }
 bool probability(double v) { return v >= 0 && v < 1; }
 bool non_negative(double v) { return v >= 0; }
 
-model::GptConfig gpt2_from(const Keys& k) {
-  model::GptConfig c;
+model::ModelConfig gpt2_from(const Keys& k) {
+  model::ModelConfig c;
   c.num_layers = k.size("n_layer", kMaxLayers);
   c.hidden = k.size("n_embd", kMaxHidden);
   c.heads = k.size("n_head", kMaxHeads);
@@ -141,8 +141,8 @@ model::GptConfig gpt2_from(const Keys& k) {
   return c;
 }
 
-model::GptConfig llama_from(const Keys& k) {
-  model::GptConfig c;
+model::ModelConfig llama_from(const Keys& k) {
+  model::ModelConfig c;
   c.num_layers = k.size("num_hidden_layers", kMaxLayers);
   c.hidden = k.size("hidden_size", kMaxHidden);
   c.heads = k.size("num_attention_heads", kMaxHeads);
@@ -176,7 +176,7 @@ model::GptConfig llama_from(const Keys& k) {
 
 }  // namespace
 
-HfArch hf_architecture(const model::GptConfig& c) {
+HfArch hf_architecture(const model::ModelConfig& c) {
   using recipe::name_of;
   if (c.position == PositionEmbedding::Learned) {
     const HfArch a = HfArch::Gpt2;
@@ -206,7 +206,7 @@ HfArch hf_architecture(const model::GptConfig& c) {
   return a;
 }
 
-nlohmann::json hf_config_json(HfArch arch, const model::GptConfig& c, tensor::DType dtype) {
+nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::DType dtype) {
   nlohmann::ordered_json j;
   j["architectures"] = {std::string(architecture_name(arch))};
   if (arch == HfArch::Gpt2) {
@@ -268,7 +268,7 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
     throw UserError(fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)",
                                 where, printable(type)));
   }
-  model::GptConfig& c = m.config;
+  model::ModelConfig& c = m.config;
   c.padded_vocab = round_up(c.vocab, kVocabMultiple);
   checked_parameter_count(c, where);
   c.seq_length = std::min(c.max_positions, kMaxSeqLength);

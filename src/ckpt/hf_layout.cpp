@@ -38,7 +38,7 @@ class Builder {
 // Megatron's fused qkv rows go group by group: the group's query heads, its key head, then its
 // value head (see Layout::query_column in tensor/cpu_attention.cpp). Hugging Face keeps all
 // queries, all keys, all values apart (Llama: three tensors; GPT-2: three thirds of c_attn).
-std::vector<HfRows> qkv_blocks(const model::GptConfig& c, HfRows q, HfRows k, HfRows v) {
+std::vector<HfRows> qkv_blocks(const model::ModelConfig& c, HfRows q, HfRows k, HfRows v) {
   const int64_t per_group = c.heads / c.groups, d = c.head_dim;
   std::vector<HfRows> blocks;
   for (int64_t g = 0; g < c.groups; ++g) {
@@ -51,7 +51,7 @@ std::vector<HfRows> qkv_blocks(const model::GptConfig& c, HfRows q, HfRows k, Hf
 
 std::string layer(int64_t i) { return "decoder.layers." + std::to_string(i) + "."; }
 
-HfLayout gpt2(const model::GptConfig& c) {
+HfLayout gpt2(const model::ModelConfig& c) {
   Builder b(HfArch::Gpt2);
   const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
   b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows,
@@ -90,7 +90,7 @@ HfLayout gpt2(const model::GptConfig& c) {
   return b.take();
 }
 
-HfLayout llama(const model::GptConfig& c) {
+HfLayout llama(const model::ModelConfig& c) {
   Builder b(HfArch::Llama);
   const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
   b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows,
@@ -125,7 +125,7 @@ HfLayout llama(const model::GptConfig& c) {
 
 }  // namespace
 
-HfLayout hf_layout(HfArch arch, const model::GptConfig& c) {
+HfLayout hf_layout(HfArch arch, const model::ModelConfig& c) {
   return arch == HfArch::Gpt2 ? gpt2(c) : llama(c);
 }
 

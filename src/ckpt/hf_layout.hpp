@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ckpt/shard_geometry.hpp"
-#include "model/gpt_config.hpp"
+#include "model/model_config.hpp"
 
 namespace megatron::ckpt {
 
@@ -44,11 +44,11 @@ struct MegatronTensor {
 
 struct HfLayout {
   HfArch arch = HfArch::Gpt2;
-  std::vector<MegatronTensor> megatron;  // in model::GptModel's parameter order
+  std::vector<MegatronTensor> megatron;  // in model::LanguageModel's parameter order
   std::vector<HfTensor> hf;              // in the order export writes them
 };
 
 // The layout of `c` under `arch` (the caller has checked that `arch` can hold `c`).
-HfLayout hf_layout(HfArch arch, const model::GptConfig& c);
+HfLayout hf_layout(HfArch arch, const model::ModelConfig& c);
 
 }  // namespace megatron::ckpt

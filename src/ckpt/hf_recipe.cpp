@@ -16,7 +16,7 @@ namespace megatron::ckpt {
 using recipe::name_of;
 
 std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::string& source) {
-  const model::GptConfig& c = m.config;
+  const model::ModelConfig& c = m.config;
   const bool rotary = c.position == recipe::PositionEmbedding::Rotary;
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::string y = fmt::format(
@@ -125,7 +125,7 @@ T recipe_value(const YAML::Node& recipe, const char* section, const char* key, T
 
 }  // namespace
 
-model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded_vocab) {
+model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded_vocab) {
   const Fields f(meta);
   YAML::Node recipe;
   try {
@@ -134,7 +134,7 @@ model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded
     throw UserError("checkpoint recipe is not YAML: " + printable(e.what()));
   }
   if (!recipe.IsMap()) recipe = YAML::Node(YAML::NodeType::Map);
-  model::GptConfig c;
+  model::ModelConfig c;
   c.num_layers = f.size("model.num_layers", kMaxLayers);
   c.hidden = f.size("model.hidden_size", kMaxHidden);
   c.heads = f.size("model.num_attention_heads", kMaxHeads);

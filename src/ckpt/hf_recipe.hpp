@@ -1,4 +1,4 @@
-// The two directions between a checkpoint's own description of its model and a GptConfig:
+// The two directions between a checkpoint's own description of its model and a ModelConfig:
 // the recipe an imported model gets, and the config an exported checkpoint's metadata gives.
 #pragma once
 
@@ -18,6 +18,6 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
 // The model a checkpoint holds: meta.model's fields, plus what they leave out taken from
 // meta.recipe (norm epsilon, dropouts, init std; rotary models' positions). `padded_vocab` is
 // the word embedding's row count. UserError for a missing or unreadable field.
-model::GptConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded_vocab);
+model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded_vocab);
 
 }  // namespace megatron::ckpt

@@ -38,7 +38,7 @@ class HuggingFaceSource : public TensorSource {
   ~HuggingFaceSource() override;
 
   HfArch arch() const { return layout_.arch; }
-  const model::GptConfig& config() const { return config_; }
+  const model::ModelConfig& config() const { return config_; }
   // Iteration 0, optimizer "none", layout 1x1x1, the safetensors' dtype, the model's fields
   // and a runnable recipe for it (see hf_recipe_yaml).
   CheckpointMeta meta() const;
@@ -61,7 +61,7 @@ class HuggingFaceSource : public TensorSource {
   std::vector<std::byte> hf_rows_major(size_t index) const;
 
   std::filesystem::path dir_;
-  model::GptConfig config_;
+  model::ModelConfig config_;
   HfLayout layout_;
   std::string recipe_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

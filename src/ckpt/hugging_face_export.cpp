@@ -80,7 +80,7 @@ void export_hugging_face(const CheckpointReader& ckpt, const fs::path& out_dir,
   if (!embedding || embedding->shape.size() != 2) {
     throw UserError(ckpt.dir().string() + ": no word embedding: not a GPT checkpoint");
   }
-  const model::GptConfig config = gpt_config_from_meta(ckpt.meta(), embedding->shape[0]);
+  const model::ModelConfig config = gpt_config_from_meta(ckpt.meta(), embedding->shape[0]);
   const HfArch arch = hf_architecture(config);
   const HfLayout layout = hf_layout(arch, config);
   const tensor::DType out_dtype = dtype.value_or(embedding->dtype);

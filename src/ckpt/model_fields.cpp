@@ -6,7 +6,7 @@
 
 namespace megatron::ckpt {
 
-std::vector<std::pair<std::string, std::string>> model_fields(const model::GptConfig& c) {
+std::vector<std::pair<std::string, std::string>> model_fields(const model::ModelConfig& c) {
   using recipe::name_of;
   auto b = [](bool v) { return std::string(v ? "true" : "false"); };
   std::vector<std::pair<std::string, std::string>> f{

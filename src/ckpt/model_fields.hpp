@@ -6,12 +6,12 @@
 #include <utility>
 #include <vector>
 
-#include "model/gpt_config.hpp"
+#include "model/model_config.hpp"
 
 namespace megatron::ckpt {
 
 // In the order loading compares them; position-dependent keys only for the position embedding
 // in use (max_position_embeddings for learned, rotary_percent and rotary_base for rotary).
-std::vector<std::pair<std::string, std::string>> model_fields(const model::GptConfig& config);
+std::vector<std::pair<std::string, std::string>> model_fields(const model::ModelConfig& config);
 
 }  // namespace megatron::ckpt

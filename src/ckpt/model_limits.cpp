@@ -18,7 +18,7 @@ int64_t check_size(int64_t value, int64_t max, std::string_view where, std::stri
   return value;
 }
 
-int64_t checked_parameter_count(const model::GptConfig& c, std::string_view where) {
+int64_t checked_parameter_count(const model::ModelConfig& c, std::string_view where) {
   const std::string what = fmt::format("{}: the model's parameter count", where);
   const auto mul = [&](int64_t a, int64_t b) { return checked_mul(a, b, what); };
   const auto add = [&](int64_t a, int64_t b) { return checked_add(a, b, what); };

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "model/gpt_config.hpp"
+#include "model/model_config.hpp"
 
 namespace megatron::ckpt {
 
@@ -25,6 +25,6 @@ int64_t check_size(int64_t value, int64_t max, std::string_view where, std::stri
 
 // The parameter count of `c` (its sizes already checked one by one), overflow-checked; a
 // UserError naming `where` when it passes kMaxParameters.
-int64_t checked_parameter_count(const model::GptConfig& c, std::string_view where);
+int64_t checked_parameter_count(const model::ModelConfig& c, std::string_view where);
 
 }  // namespace megatron::ckpt

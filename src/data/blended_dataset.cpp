@@ -50,7 +50,7 @@ BlendingIndices build_blending_indices(std::span<const double> weights, int64_t 
   return out;
 }
 
-BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const GptSampleSource>> datasets,
+BlendedDataset::BlendedDataset(std::vector<std::shared_ptr<const SampleSource>> datasets,
                                std::span<const double> weights, int64_t size)
     : datasets_(std::move(datasets)), weights_(normalize_weights(weights)) {
   if (datasets_.size() != weights_.size())
@@ -73,7 +73,7 @@ BlendedDataset::Source BlendedDataset::source(int64_t i) const {
   return {indices_.dataset_index[i], indices_.dataset_sample_index[i]};
 }
 
-GptSample BlendedDataset::sample(int64_t i) const {
+Sample BlendedDataset::sample(int64_t i) const {
   const Source s = source(i);
   return datasets_[s.dataset]->sample(s.sample);
 }

@@ -28,16 +28,16 @@ struct BlendingIndices {
 // sample. weights must be normalised; at most 32,767 datasets (the index is int16).
 BlendingIndices build_blending_indices(std::span<const double> weights, int64_t size);
 
-class BlendedDataset final : public GptSampleSource {
+class BlendedDataset final : public SampleSource {
  public:
   // weights are normalised here (again, as Megatron does, so a blend built from already
   // normalised weights gives bit-identical ratios). Throws RuntimeFailure when the schedule
   // needs more samples from a dataset than it holds.
-  BlendedDataset(std::vector<std::shared_ptr<const GptSampleSource>> datasets,
+  BlendedDataset(std::vector<std::shared_ptr<const SampleSource>> datasets,
                  std::span<const double> weights, int64_t size);
 
   int64_t size() const override { return static_cast<int64_t>(indices_.dataset_index.size()); }
-  GptSample sample(int64_t i) const override;
+  Sample sample(int64_t i) const override;
 
   struct Source {
     int dataset;
@@ -49,7 +49,7 @@ class BlendedDataset final : public GptSampleSource {
   const BlendingIndices& indices() const { return indices_; }
 
  private:
-  std::vector<std::shared_ptr<const GptSampleSource>> datasets_;
+  std::vector<std::shared_ptr<const SampleSource>> datasets_;
   std::vector<double> weights_;
   BlendingIndices indices_;
 };

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "data/indexed_dataset.hpp"
 
 namespace megatron::data {
 namespace fs = std::filesystem;
@@ -175,6 +176,32 @@ CacheBuildLock::CacheBuildLock(const fs::path& path) {
 CacheBuildLock::~CacheBuildLock() {
   ::flock(fd_, LOCK_UN);  // harmless when the lock was never taken
   ::close(fd_);
+}
+
+std::string dataset_identity(const IndexedDataset& dataset) {
+  const auto stamp = [](const fs::path& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      throw RuntimeFailure(fmt::format("cannot stat '{}': {}", path.string(), std::strerror(errno)));
+    return st;
+  };
+  const struct stat idx = stamp(idx_path(dataset.prefix()));
+  const struct stat bin = stamp(bin_path(dataset.prefix()));
+  return fmt::format("dataset: {}\nidx: {} bytes, modified {}.{:09d}\nbin: {} bytes\n",
+                     fs::absolute(dataset.prefix()).lexically_normal().string(),
+                     int64_t(idx.st_size), int64_t(idx.st_mtim.tv_sec),
+                     int64_t(idx.st_mtim.tv_nsec), int64_t(bin.st_size));
+}
+
+void ensure_writable_cache_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!ec && ::access(dir.c_str(), W_OK) != 0) ec.assign(errno, std::generic_category());
+  if (ec)
+    throw UserError(
+        fmt::format("cannot write the dataset index cache directory '{}': {}; "
+                    "point the data cache at a writable directory",
+                    dir.string(), ec.message()));
 }
 
 }  // namespace megatron::data

@@ -49,6 +49,14 @@ std::optional<MappedIndexCache> load_index_cache(const std::filesystem::path& pa
 // An exclusive advisory lock (flock) on `path`, created if needed, held until destruction. The
 // process that gets it first builds the cache; the others block here and then find the file.
 // Where the filesystem has no flock the lock is skipped (see docs/datasets.md).
+// The dataset's path, and the size and modification time of its files: what tells a cache built
+// from it apart from one built from an older copy. Lines ending in '\n', for a description.
+std::string dataset_identity(const class IndexedDataset& dataset);
+
+// Creates `dir` if needed; throws UserError naming it when it cannot be written (a read-only
+// data directory is the usual cause), before any file is attempted.
+void ensure_writable_cache_dir(const std::filesystem::path& dir);
+
 class CacheBuildLock {
  public:
   explicit CacheBuildLock(const std::filesystem::path& path);

@@ -80,6 +80,6 @@ std::vector<int32_t> GptDataset::window(int64_t i) const {
   return tokens;
 }
 
-GptSample GptDataset::sample(int64_t i) const { return make_gpt_sample(window(i), config_.sample); }
+Sample GptDataset::sample(int64_t i) const { return make_gpt_sample(window(i), config_.sample); }
 
 }  // namespace megatron::data

@@ -27,7 +27,7 @@ struct GptDatasetConfig {
   std::filesystem::path cache_dir;  // index caches; empty: default_index_cache_dir(prefix)
 };
 
-class GptDataset final : public GptSampleSource {
+class GptDataset final : public SampleSource {
  public:
   // Loads the split's indices from the cache or builds and saves them. num_samples: how many
   // samples the caller will draw (the index holds at least that many; more when the last
@@ -38,7 +38,7 @@ class GptDataset final : public GptSampleSource {
              std::optional<int64_t> num_samples, GptDatasetConfig config);
 
   int64_t size() const override { return indices_.samples(); }
-  GptSample sample(int64_t i) const override;
+  Sample sample(int64_t i) const override;
   // The S + 1 tokens sample i is made from (sample(i) derives everything else from them).
   std::vector<int32_t> window(int64_t i) const;
 

@@ -22,41 +22,22 @@ namespace {
 constexpr std::size_t kArrays = 4;
 constexpr std::size_t kPlanWords = 4;
 
-struct FileStamp {
-  int64_t bytes = 0;
-  int64_t mtime_s = 0;
-  int64_t mtime_ns = 0;
-};
-
-FileStamp stamp(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw RuntimeFailure(fmt::format("cannot stat '{}': {}", path.string(), std::strerror(errno)));
-  return {st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
-}
-
 }  // namespace
 
 std::string gpt_index_description(const IndexedDataset& dataset, Split split,
                                   DocumentRange documents, const GptIndexParams& params) {
-  const FileStamp idx = stamp(idx_path(dataset.prefix()));
-  const FileStamp bin = stamp(bin_path(dataset.prefix()));
   return fmt::format(
       "megatron GPT dataset indices\n"
       "algorithm: {}\n"
       "cache format: {}\n"
-      "dataset: {}\n"
-      "idx: {} bytes, modified {}.{:09d}\n"
-      "bin: {} bytes\n"
+      "{}"
       "split: {}\n"
       "documents: [{}, {})\n"
       "seq_length: {}\n"
       "num_samples: {}\n"
       "seed: {}\n"
       "shuffle: mt19937_64 Fisher-Yates\n",
-      kGptIndexAlgorithmVersion, kIndexCacheVersion,
-      fs::absolute(dataset.prefix()).lexically_normal().string(), idx.bytes, idx.mtime_s,
-      idx.mtime_ns, bin.bytes, split_name(split), documents.begin, documents.end, params.seq_length,
+      kGptIndexAlgorithmVersion, kIndexCacheVersion, dataset_identity(dataset), split_name(split), documents.begin, documents.end, params.seq_length,
       params.num_samples ? std::to_string(*params.num_samples) : std::string("one epoch"),
       params.seed);
 }
@@ -112,15 +93,7 @@ CachedGptIndices load_or_build_gpt_indices(const IndexedDataset& dataset, Split 
   const fs::path path = gpt_index_cache_path(cache_dir, dataset, split, description);
   if (auto indices = load_gpt_indices(path, description)) return {*std::move(indices), path, false};
 
-  // A read-only data directory is the usual cause; say so before any file is attempted.
-  std::error_code ec;
-  fs::create_directories(cache_dir, ec);
-  if (!ec && ::access(cache_dir.c_str(), W_OK) != 0) ec.assign(errno, std::generic_category());
-  if (ec)
-    throw UserError(
-        fmt::format("cannot write the dataset index cache directory '{}': {}; "
-                    "point the data cache at a writable directory",
-                    cache_dir.string(), ec.message()));
+  ensure_writable_cache_dir(cache_dir);
   // Whoever holds the lock builds; the rest wait on it, then find the finished file.
   const CacheBuildLock lock(path.string() + ".lock");
   std::string why;

@@ -4,10 +4,10 @@
 
 namespace megatron::data {
 
-GptSample make_gpt_sample(std::span<const int32_t> window, const GptSampleOptions& options) {
+Sample make_gpt_sample(std::span<const int32_t> window, const GptSampleOptions& options) {
   if (window.size() < 2) throw std::invalid_argument("make_gpt_sample: window shorter than 2");
   const std::size_t s = window.size() - 1;
-  GptSample out;
+  Sample out;
   out.tokens.assign(window.begin(), window.end() - 1);
   out.labels.assign(window.begin() + 1, window.end());
   out.loss_mask.assign(s, 1.0f);

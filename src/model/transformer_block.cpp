@@ -11,11 +11,11 @@ namespace {
 
 std::string prefix(int64_t layer) { return "decoder.layers." + std::to_string(layer) + "."; }
 
-bool is_swiglu(const GptConfig& c) { return c.activation == Activation::Swiglu; }
+bool is_swiglu(const ModelConfig& c) { return c.activation == Activation::Swiglu; }
 
 }  // namespace
 
-TransformerBlock::TransformerBlock(ParameterSet& params, const GptConfig& c, int64_t layer)
+TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, int64_t layer)
     : config_(c),
       tp_(params.tp()),
       heads_(tp_.shard(c.heads)),
@@ -33,36 +33,38 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const GptConfig& c, int
       fc2_(params, prefix(layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
            Init::ScaledNormal, TpSplit::Columns) {}
 
-tensor::AttentionShape TransformerBlock::attention_shape(int64_t batch) const {
-  return {.batch = batch,
-          .seq = config_.seq_length,
+tensor::AttentionShape TransformerBlock::attention_shape(const Batch& batch) const {
+  return {.batch = batch.batch,
+          .seq = batch.seq,
           .heads = heads_,
           .groups = groups_,
           .head_dim = config_.head_dim};
 }
 
-tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass) const {
+tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass,
+                                                            const Batch& batch) const {
   return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
-          .causal = true,
+          .causal = config_.causal,
           .dropout = pass.dropout(config_.attention_dropout),
           .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs),
           .head_offset = tp_.shard_begin(config_.heads),
-          .total_heads = config_.heads};
+          .total_heads = config_.heads,
+          .key_lengths = batch.key_lengths};
 }
 
 tensor::RngKey TransformerBlock::hidden_key(const Pass& pass, DropoutSite site,
-                                            int64_t batch) const {
+                                            const Batch& batch) const {
   tensor::RngKey key = pass.dropout_key(layer_, site);
-  key.offset = uint64_t(tp_.first_row(batch * config_.seq_length) * config_.hidden);
+  key.offset = uint64_t(tp_.first_row(batch.rows()) * config_.hidden);
   return key;
 }
 
-Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batch,
+Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch& batch,
                                  BlockActivations& saved, Keep keep) const {
   tensor::Backend& b = pass.backend;
   const tensor::AttentionShape shape = attention_shape(batch);
 
-  const int64_t rows = batch * config_.seq_length;  // of the whole sequence
+  const int64_t rows = batch.rows();  // of the whole sequence
   Norm::Saved norm1;
   Tensor ln1 = parallel::gather_sequence(b, tp_, norm1_.forward(b, x, norm1));
   Tensor qkv = qkv_.forward(b, ln1);
@@ -70,8 +72,8 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batc
     b.rotary(qkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base}, false);
   }
   Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
-  Tensor lse = b.empty({batch, heads_, config_.seq_length}, tensor::DType::F32);
-  b.attention_forward(qkv, shape, attention_options(pass), attn, lse);
+  Tensor lse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
+  b.attention_forward(qkv, shape, attention_options(pass, batch), attn, lse);
   Tensor mid = b.empty(x.shape(), x.dtype());
   {
     Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
@@ -115,7 +117,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, int64_t batc
   return y;
 }
 
-Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t batch,
+Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batch& batch,
                                   BlockActivations& saved) const {
   tensor::Backend& b = pass.backend;
   if (!saved.qkv.defined()) {
@@ -125,10 +127,10 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, int64_t ba
     forward(pass, input, batch, saved, Keep::Everything);
   }
   const tensor::AttentionShape shape = attention_shape(batch);
-  const tensor::AttentionOptions options = attention_options(pass);
+  const tensor::AttentionOptions options = attention_options(pass, batch);
   if (!saved.attn.defined()) {
     saved.attn = b.empty({saved.qkv.dim(0), heads_ * config_.head_dim}, dy.dtype());
-    saved.lse = b.empty({batch, heads_, config_.seq_length}, tensor::DType::F32);
+    saved.lse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
     b.attention_forward(saved.qkv, shape, options, saved.attn, saved.lse);
   }
 

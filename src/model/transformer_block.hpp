@@ -1,12 +1,14 @@
 // One pre-norm transformer block: x + dropout(attn(norm(x))), then + dropout(mlp(norm(.))),
 // with explicit forward and backward, the activations it keeps spelled out, and Megatron's
-// tensor parallelism (heads and FFN split; sequence-parallel norms and dropout).
+// tensor parallelism (heads and FFN split; sequence-parallel norms and dropout). Attention is
+// causal or bidirectional with the batch's padding mask, as the config says.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "model/gpt_config.hpp"
+#include "model/batch.hpp"
+#include "model/model_config.hpp"
 #include "model/linear.hpp"
 #include "model/norm.hpp"
 #include "model/pass.hpp"
@@ -37,23 +39,23 @@ enum class Keep {
 
 class TransformerBlock {
  public:
-  TransformerBlock(ParameterSet& params, const GptConfig& config, int64_t layer);
+  TransformerBlock(ParameterSet& params, const ModelConfig& config, int64_t layer);
 
   // x: this rank's rows of the hidden states ([batch * seq / tp, hidden] under sequence
-  // parallelism, else all of them); `batch` sequences in the whole micro-batch.
-  tensor::Tensor forward(const Pass& pass, const tensor::Tensor& x, int64_t batch,
+  // parallelism, else all of them) of `batch`, which gives the shape and the padding mask.
+  tensor::Tensor forward(const Pass& pass, const tensor::Tensor& x, const Batch& batch,
                          BlockActivations& saved, Keep keep) const;
   // Consumes `saved`; returns dx.
-  tensor::Tensor backward(const Pass& pass, const tensor::Tensor& dy, int64_t batch,
+  tensor::Tensor backward(const Pass& pass, const tensor::Tensor& dy, const Batch& batch,
                           BlockActivations& saved) const;
 
  private:
-  tensor::AttentionShape attention_shape(int64_t batch) const;
-  tensor::AttentionOptions attention_options(const Pass& pass) const;
+  tensor::AttentionShape attention_shape(const Batch& batch) const;
+  tensor::AttentionOptions attention_options(const Pass& pass, const Batch& batch) const;
   // Dropout on this rank's rows of the hidden states draws what those rows draw in one process.
-  tensor::RngKey hidden_key(const Pass& pass, DropoutSite site, int64_t batch) const;
+  tensor::RngKey hidden_key(const Pass& pass, DropoutSite site, const Batch& batch) const;
 
-  const GptConfig& config_;
+  const ModelConfig& config_;
   parallel::TensorParallel tp_;
   int64_t heads_, groups_, ffn_;  // this rank's
   int64_t layer_;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <regex>
+#include <utility>
 
 #include "core/printable.hpp"
 #include "recipe/checks.hpp"
@@ -80,6 +81,13 @@ void check_fields(const Recipe& r, const Locator& where) {
   if (m.decoder_num_layers && m.arch != Arch::T5)
     fail_at(where.at("model.decoder_num_layers"),
             "model.decoder_num_layers is only used by arch: t5");
+  for (const auto& [key, set] : {std::pair{"data.mask_prob", r.data.mask_prob.has_value()},
+                                 std::pair{"data.short_seq_prob", r.data.short_seq_prob.has_value()},
+                                 std::pair{"data.masking_max_ngram", r.data.masking_max_ngram.has_value()},
+                                 std::pair{"data.masking_full_word", r.data.masking_full_word.has_value()}}) {
+    if (set && m.arch != Arch::Bert)
+      fail_at(where.at(key), fmt::format("{} is only used by arch: bert", key));
+  }
   if (r.data.decoder_seq_length && m.arch != Arch::T5)
     fail_at(where.at("data.decoder_seq_length"), "data.decoder_seq_length is only used by arch: t5");
   if (!m.kv_channels && m.hidden_size % m.num_attention_heads != 0)

@@ -116,6 +116,12 @@ struct DataSection {
   std::optional<std::string> tokenizer_model;
   int64_t num_workers = 2;
   bool mock = false;                             // synthetic tokens, no dataset needed
+  // BERT's masked-LM data (Megatron's --mask-prob, --short-seq-prob and pretrain_bert.py's
+  // masking settings); unset: those defaults. Only arch: bert takes them.
+  std::optional<double> mask_prob;               // 0.15
+  std::optional<double> short_seq_prob;          // 0.1
+  std::optional<int64_t> masking_max_ngram;      // 3
+  std::optional<bool> masking_full_word;         // true
 };
 
 struct CheckpointSection {

@@ -301,6 +301,16 @@ std::vector<FieldSpec> data_fields() {
       d("num_workers", &S::num_workers, "Data-loading threads per rank.",
         up_to(kMaxThreads, kNonNegative)),
       d("mock", &S::mock, "Train on synthetic tokens (no dataset needed)."),
+      d("mask_prob", &S::mask_prob, "BERT: share of the tokens masked for the LM loss.",
+        derived("0.15", {.min = 0, .max = 1, .min_exclusive = true})),
+      d("short_seq_prob", &S::short_seq_prob,
+        "BERT: probability that a sample's target length is drawn at random below seq_length.",
+        derived("0.1", kProbability)),
+      d("masking_max_ngram", &S::masking_max_ngram,
+        "BERT: longest n-gram of words masked together (P(n) proportional to 1/n).",
+        derived("3", up_to(8))),
+      d("masking_full_word", &S::masking_full_word,
+        "BERT: mask whole words (a ## piece with the word before it).", derived("true")),
   };
 }
 

@@ -103,7 +103,7 @@ Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
       backend_(backend),
       recipe_text_(std::move(recipe_text)),
       overrides_(std::move(overrides)),
-      config_(model::gpt_config(compiled.recipe, compiled.derived)) {
+      config_(model::model_config(compiled.recipe, compiled.derived)) {
   if (!compiled.recipe.checkpoint.save) return;
   save_dir_ = fs::path(*compiled.recipe.checkpoint.save);
   // Refuse a save directory that cannot be written now, not after hours of training.
@@ -127,7 +127,7 @@ Checkpointer::~Checkpointer() {
   if (in_flight_ && in_flight_->written.valid()) in_flight_->written.wait();
 }
 
-std::vector<ckpt::Piece> Checkpointer::pieces(const model::GptModel& model,
+std::vector<ckpt::Piece> Checkpointer::pieces(const model::LanguageModel& model,
                                               ParallelOptimizer& optimizer, bool copy) const {
   std::vector<ckpt::Piece> out;
   const bool first_replica = groups_.coord.dp == 0;
@@ -157,7 +157,7 @@ std::vector<ckpt::Piece> Checkpointer::pieces(const model::GptModel& model,
   return out;
 }
 
-void Checkpointer::save(const model::GptModel& model, ParallelOptimizer& optimizer,
+void Checkpointer::save(const model::LanguageModel& model, ParallelOptimizer& optimizer,
                         const ckpt::TrainingState& state) {
   if (!save_dir_) return;
   finish();
@@ -262,7 +262,7 @@ std::optional<fs::path> Checkpointer::source() const {
   return dir;
 }
 
-std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::GptModel& model,
+std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::LanguageModel& model,
                                                       ParallelOptimizer& optimizer) {
   const std::optional<fs::path> dir = source();
   if (!dir) return std::nullopt;

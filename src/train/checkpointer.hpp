@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ckpt/format.hpp"
-#include "model/gpt_model.hpp"
+#include "model/language_model.hpp"
 #include "parallel/process_groups.hpp"
 #include "recipe/compile.hpp"
 #include "train/parallel_optimizer.hpp"
@@ -32,12 +32,12 @@ class Checkpointer {
   // Loads source() (so a resubmitted job continues from its own newest checkpoint) into this
   // rank's model and optimizer, resharding as needed. Returns its metadata
   // (where the run stands), or nullopt when there is nothing to load. Collective.
-  std::optional<ckpt::CheckpointMeta> load(model::GptModel& model, ParallelOptimizer& optimizer);
+  std::optional<ckpt::CheckpointMeta> load(model::LanguageModel& model, ParallelOptimizer& optimizer);
 
   // Saves at state.iteration: copies this rank's pieces now, writes them now (or from a
   // background thread with checkpoint.async_save) and, once every rank's file is on disk,
   // rank 0 writes the index and moves `latest`. Collective.
-  void save(const model::GptModel& model, ParallelOptimizer& optimizer,
+  void save(const model::LanguageModel& model, ParallelOptimizer& optimizer,
             const ckpt::TrainingState& state);
   // At an iteration boundary: publishes a background save that every rank has finished.
   // Collective while one is in flight.
@@ -48,7 +48,7 @@ class Checkpointer {
  private:
   // `copy`: pieces own copies of the tensors (a background save); else they borrow host
   // tensors' memory where they can.
-  std::vector<ckpt::Piece> pieces(const model::GptModel& model, ParallelOptimizer& optimizer,
+  std::vector<ckpt::Piece> pieces(const model::LanguageModel& model, ParallelOptimizer& optimizer,
                                   bool copy) const;
   void publish();  // collective: agree that every rank wrote, then rank 0 publishes
 
@@ -57,7 +57,7 @@ class Checkpointer {
   tensor::Backend& backend_;
   std::string recipe_text_;
   std::vector<std::string> overrides_;
-  model::GptConfig config_;
+  model::ModelConfig config_;
   std::optional<std::filesystem::path> save_dir_;
   struct InFlight {
     ckpt::CheckpointMeta meta;

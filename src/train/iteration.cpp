@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "train/pipeline_step.hpp"
 
 namespace megatron::train {
 
@@ -25,15 +24,16 @@ IterationOutcome train_iteration(RunContext& run, int64_t iteration, int64_t con
                         .loss_scale = out.loss_scale,
                         .seed = uint64_t(r.training.seed),
                         .iteration = iteration};
-  const double local_loss = forward_backward(
+  const StepLosses local_loss = forward_backward(
       backend, *run.model, groups, shape,
       [&](int64_t j) {
         const int64_t m = j * groups.dp_size + groups.coord.dp;  // in the global batch
-        return make_batch(backend, *run.data.train, consumed + m * mbs, mbs, r.model.vocab_size);
+        return make_batch(backend, *run.data.train, consumed + m * mbs, mbs, run.batch_spec);
       },
       [&](size_t first) { run.optimizer->grads_ready(first); });
   run.optimizer->finish_gradients();
-  out.loss = run.sum_of_losses(local_loss);
+  out.terms = run.sum_of_losses(local_loss);
+  out.loss = out.terms.lm + out.terms.sop;
   out.grad_norm = run.optimizer->grad_norm(1.0 / out.loss_scale);
   const bool overflow = !std::isfinite(out.grad_norm) || !std::isfinite(out.loss);
   if (overflow && run.scaling.dynamic) {
@@ -58,21 +58,23 @@ IterationOutcome train_iteration(RunContext& run, int64_t iteration, int64_t con
   return out;
 }
 
-double evaluate(RunContext& run) {
+StepLosses evaluate(RunContext& run) {
   // Micro-batch m of the validation set runs on data-parallel rank m % dp.
   const auto& r = run.compiled.recipe;
   const parallel::ProcessGroups& groups = run.groups;
   const int64_t mbs = r.training.micro_batch_size;
   const int64_t total = r.eval.iters * r.training.global_batch_size / mbs;
   const int64_t mine = (total - groups.coord.dp + groups.dp_size - 1) / groups.dp_size;
-  const double sum =
+  const StepLosses sum =
       forward_only(*run.backend, *run.model, groups, mine, uint64_t(r.training.seed),
                    [&](int64_t j) {
                      const int64_t m = j * groups.dp_size + groups.coord.dp;
                      return make_batch(*run.backend, *run.data.valid, m * mbs, mbs,
-                                       r.model.vocab_size);
+                                       run.batch_spec);
                    });
-  return run.sum_of_losses(sum) / double(std::max<int64_t>(total, 1));
+  const StepLosses all = run.sum_of_losses(sum);
+  const double count = double(std::max<int64_t>(total, 1));
+  return {.lm = all.lm / count, .sop = all.sop / count};
 }
 
 }  // namespace megatron::train

@@ -4,13 +4,15 @@
 
 #include <cstdint>
 
+#include "train/pipeline_step.hpp"
 #include "train/run_context.hpp"
 
 namespace megatron::train {
 
 struct IterationOutcome {
   int64_t global_batch = 0;  // sequences this iteration trained on
-  double loss = 0.0;         // mean token loss over the global batch, on every rank
+  double loss = 0.0;         // the objective (lm + sop) over the global batch, on every rank
+  StepLosses terms;          // its terms: mean token loss, mean sentence-order loss
   double grad_norm = 0.0;    // before clipping, unscaled
   double lr = 0.0;
   double loss_scale = 1.0;   // the scale this iteration ran with
@@ -21,8 +23,8 @@ struct IterationOutcome {
 // gradient norm is not finite and no dynamic loss scale can skip the step.
 IterationOutcome train_iteration(RunContext& run, int64_t iteration, int64_t consumed);
 
-// Mean loss over eval.iters global batches of the validation split (the same batches every time,
-// so successive evaluations compare like with like), on every rank.
-double evaluate(RunContext& run);
+// Mean losses over eval.iters global batches of the validation split (the same batches every
+// time, so successive evaluations compare like with like), on every rank.
+StepLosses evaluate(RunContext& run);
 
 }  // namespace megatron::train

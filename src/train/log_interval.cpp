@@ -4,7 +4,7 @@ namespace megatron::train {
 
 void LogInterval::add(const IterationOutcome& outcome, double seconds, int64_t tokens) {
   last_ = outcome;
-  loss_ += outcome.loss;
+  loss_ += outcome.terms;
   seconds_ += seconds;
   tokens_ += tokens;
   ++iterations_;
@@ -21,7 +21,7 @@ IterationMetrics LogInterval::take(const RunContext& run, int64_t iteration, int
                      .consumed_samples = consumed,
                      .consumed_tokens = consumed * c.recipe.data.seq_length,
                      .global_batch = last_.global_batch,
-                     .lm_loss = loss_ / double(iterations_),
+                     .lm_loss = loss_.lm / double(iterations_),
                      .lr = last_.lr,
                      .grad_norm = last_.grad_norm,
                      .loss_scale = last_.loss_scale,
@@ -32,6 +32,7 @@ IterationMetrics LogInterval::take(const RunContext& run, int64_t iteration, int
                      .mfu = flops_per_rank / run.speed.peak,
                      .tensor_bytes_peak = run.backend->memory().peak_bytes,
                      .rss_peak_bytes = peak_rss_bytes()};
+  if (run.config.binary_head) m.sop_loss = loss_.sop / double(iterations_);
   *this = LogInterval();
   return m;
 }

@@ -20,7 +20,8 @@ class LogInterval {
 
  private:
   IterationOutcome last_;
-  double loss_ = 0.0, seconds_ = 0.0;
+  StepLosses loss_;
+  double seconds_ = 0.0;
   int64_t iterations_ = 0, tokens_ = 0;
 };
 

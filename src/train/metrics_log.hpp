@@ -16,6 +16,7 @@ struct IterationMetrics {
   int64_t consumed_tokens = 0;
   int64_t global_batch = 0;
   double lm_loss = 0.0;  // mean over the iterations since the last log line
+  std::optional<double> sop_loss;  // models with a binary head (BERT), likewise
   double lr = 0.0;
   double grad_norm = 0.0;
   double loss_scale = 1.0;
@@ -30,6 +31,7 @@ struct IterationMetrics {
   int64_t rss_peak_bytes = 0;     // whole process
   std::optional<double> val_loss;
   std::optional<double> val_ppl;
+  std::optional<double> val_sop_loss;
 };
 
 class MetricsLog {
@@ -37,7 +39,8 @@ class MetricsLog {
   // Appends to <run_dir>/metrics.jsonl (created if missing).
   explicit MetricsLog(const std::filesystem::path& run_dir);
   void log(const IterationMetrics& m);
-  void validation(int64_t iteration, double loss);
+  // lm: the validation's mean token loss; sop: its sentence-order loss, for a binary head.
+  void validation(int64_t iteration, double lm, std::optional<double> sop);
 
  private:
   std::ofstream jsonl_;

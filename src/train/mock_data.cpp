@@ -30,7 +30,7 @@ MockGptSource::MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t se
   offset_ = w[1] % v;
 }
 
-data::GptSample MockGptSource::sample(int64_t i) const {
+data::Sample MockGptSource::sample(int64_t i) const {
   const uint64_t v = uint64_t(vocab_size_);
   std::vector<int32_t> window(static_cast<size_t>(seq_length_ + 1));
   const uint64_t stream = (uint64_t(split_) << 48) ^ uint64_t(i);

@@ -10,12 +10,12 @@
 
 namespace megatron::train {
 
-class MockGptSource final : public data::GptSampleSource {
+class MockGptSource final : public data::SampleSource {
  public:
   // split: 0 train, 1 validation, 2 test (different walks for each).
   MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split, int64_t size);
   int64_t size() const override { return size_; }
-  data::GptSample sample(int64_t i) const override;
+  data::Sample sample(int64_t i) const override;
 
  private:
   int64_t seq_length_, vocab_size_;

@@ -1,5 +1,6 @@
 #include "train/pipeline_step.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <utility>
@@ -36,7 +37,7 @@ int tag(Phase phase, int receiver_chunk) {
 
 class Executor {
  public:
-  Executor(tensor::Backend& backend, const model::GptModel& model,
+  Executor(tensor::Backend& backend, const model::LanguageModel& model,
            const parallel::ProcessGroups& groups, const BatchSource& batches)
       : backend_(backend), model_(model), groups_(groups), batches_(batches) {}
 
@@ -59,7 +60,7 @@ class Executor {
     std::erase_if(sends_, [](auto& send) { return send.second->test(); });
   }
 
-  const model::GptBatch& batch(int64_t j) {
+  const model::Batch& batch(int64_t j) {
     auto it = cache_.find(j);
     if (it == cache_.end()) it = cache_.emplace(j, batches_(j)).first;
     return it->second;
@@ -70,7 +71,7 @@ class Executor {
     const int stages = groups_.pp_size, stage = groups_.coord.pp;
     const Neighbour from = phase == Phase::Forward ? previous(stage, chunk, stages)
                                                    : next(stage, chunk, stages);
-    const model::GptBatch& b = batch(j);
+    const model::Batch& b = batch(j);
     Tensor x = backend_.empty({model_.hidden_rows(b), model_.config().hidden},
                               model_.config().dtype);
     groups_.pp->recv(x, from.stage, tag(phase, chunk));
@@ -87,10 +88,10 @@ class Executor {
 
  private:
   tensor::Backend& backend_;
-  const model::GptModel& model_;
+  const model::LanguageModel& model_;
   const parallel::ProcessGroups& groups_;
   const BatchSource& batches_;
-  std::map<int64_t, model::GptBatch> cache_;
+  std::map<int64_t, model::Batch> cache_;
   // Sends in flight, with the tensors they read (alive until the send completes).
   std::vector<std::pair<Tensor, std::unique_ptr<dist::Request>>> sends_;
 };
@@ -103,43 +104,51 @@ model::Pass pass_for(tensor::Backend& backend, bool training, uint64_t seed, int
           .microbatch = j * groups.dp_size + groups.coord.dp};
 }
 
+// A micro-batch's mean losses, each over its own count (at least 1).
+StepLosses means(const model::Losses& sum, double divisor) {
+  return {.lm = sum.lm / std::max(sum.tokens, 1.0) / divisor,
+          .sop = sum.sop / std::max(sum.sentences, 1.0) / divisor};
+}
+
 }  // namespace
 
-double forward_backward(tensor::Backend& backend, const model::GptModel& model,
-                        const parallel::ProcessGroups& groups, const StepShape& shape,
-                        const BatchSource& batches,
-                        const std::function<void(size_t first_param)>& grads_ready) {
+StepLosses forward_backward(tensor::Backend& backend, const model::LanguageModel& model,
+                            const parallel::ProcessGroups& groups, const StepShape& shape,
+                            const BatchSource& batches,
+                            const std::function<void(size_t first_param)>& grads_ready) {
   const std::span<const PipelineOp> ops = shape.program;
   std::vector<size_t> last_backward(size_t(model.chunks()), 0);  // op index, per chunk
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].phase == Phase::Backward) last_backward[size_t(ops[i].chunk)] = i;
   }
   Executor io(backend, model, groups, batches);
-  std::map<std::pair<int, int>, model::GptActivations> saved;
-  std::map<int64_t, float> loss_grad;
-  double loss = 0.0;
+  std::map<std::pair<int, int>, model::Activations> saved;
+  std::map<int64_t, model::LossGrads> loss_grads;
+  StepLosses loss;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PipelineOp& op = ops[i];
     const int64_t j = op.microbatch;
-    const model::GptBatch& batch = io.batch(j);
+    const model::Batch& batch = io.batch(j);
     model::Pass pass = pass_for(backend, true, shape.seed, shape.iteration, groups, j);
     if (i == last_backward[size_t(op.chunk)]) pass.on_grads_ready = &grads_ready;
-    model::GptActivations& acts = saved[{op.chunk, op.microbatch}];
+    model::Activations& acts = saved[{op.chunk, op.microbatch}];
     if (op.phase == Phase::Forward) {
       Tensor x = model.starts_model(op.chunk) ? Tensor{} : io.receive(Phase::Forward, op.chunk, j);
-      model::LossSum sum;
+      model::Losses sum;
       Tensor y = model.forward_chunk(pass, op.chunk, batch, std::move(x), &acts, &sum);
       if (model.ends_model(op.chunk)) {
-        const double tokens = std::max(sum.tokens, 1.0);
-        loss += sum.loss / tokens / double(shape.global_microbatches);
-        loss_grad[j] = float(shape.loss_scale / (tokens * double(shape.global_microbatches)));
+        const double per_microbatch = shape.loss_scale / double(shape.global_microbatches);
+        loss += means(sum, double(shape.global_microbatches));
+        loss_grads[j] = {.token = float(per_microbatch / std::max(sum.tokens, 1.0)),
+                         .sentence = float(per_microbatch / std::max(sum.sentences, 1.0))};
       } else {
         io.send(Phase::Forward, op.chunk, std::move(y));
       }
     } else {
       Tensor dy = model.ends_model(op.chunk) ? Tensor{} : io.receive(Phase::Backward, op.chunk, j);
       Tensor dx = model.backward_chunk(pass, op.chunk, batch, std::move(dy), acts,
-                                       model.ends_model(op.chunk) ? loss_grad[j] : 0.0f);
+                                       model.ends_model(op.chunk) ? loss_grads[j]
+                                                                  : model::LossGrads{});
       saved.erase({op.chunk, op.microbatch});
       if (!model.starts_model(op.chunk)) io.send(Phase::Backward, op.chunk, std::move(dx));
       if (op.chunk == 0) io.forget(j);  // chunk 0's backward is this micro-batch's last use
@@ -150,20 +159,20 @@ double forward_backward(tensor::Backend& backend, const model::GptModel& model,
   return loss;
 }
 
-double forward_only(tensor::Backend& backend, const model::GptModel& model,
-                    const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
-                    const BatchSource& batches) {
+StepLosses forward_only(tensor::Backend& backend, const model::LanguageModel& model,
+                        const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
+                        const BatchSource& batches) {
   Executor io(backend, model, groups, batches);
-  double loss = 0.0;
+  StepLosses loss;
   for (int64_t j = 0; j < microbatches; ++j) {
-    const model::GptBatch& batch = io.batch(j);
+    const model::Batch& batch = io.batch(j);
     const model::Pass pass = pass_for(backend, false, seed, 0, groups, j);
     for (int chunk = 0; chunk < int(model.chunks()); ++chunk) {
       Tensor x = model.starts_model(chunk) ? Tensor{} : io.receive(Phase::Forward, chunk, j);
-      model::LossSum sum;
+      model::Losses sum;
       Tensor y = model.forward_chunk(pass, chunk, batch, std::move(x), nullptr, &sum);
       if (model.ends_model(chunk)) {
-        loss += sum.loss / std::max(sum.tokens, 1.0);
+        loss += means(sum, 1.0);
       } else {
         io.send(Phase::Forward, chunk, std::move(y));
       }

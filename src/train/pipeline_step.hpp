@@ -5,7 +5,7 @@
 #include <functional>
 #include <span>
 
-#include "model/gpt_model.hpp"
+#include "model/language_model.hpp"
 #include "parallel/process_groups.hpp"
 #include "plan/program.hpp"
 
@@ -23,21 +23,31 @@ struct StepShape {
 };
 
 // Micro-batch j of this data-parallel rank (its global index is j * dp + dp rank).
-using BatchSource = std::function<model::GptBatch(int64_t j)>;
+using BatchSource = std::function<model::Batch(int64_t j)>;
+
+// The objective's terms summed over this rank's micro-batches, each micro-batch's mean divided by
+// the global micro-batch count; zero except on last stages. The objective is lm + sop.
+struct StepLosses {
+  double lm = 0.0;
+  double sop = 0.0;  // models with a binary head
+  StepLosses& operator+=(const StepLosses& o) {
+    lm += o.lm;
+    sop += o.sop;
+    return *this;
+  }
+};
 
 // Runs forwards and backwards (gradients accumulate into the parameters); the last backward
-// through each chunk reports completed gradients to `grads_ready` (model::Pass). Returns the sum
-// over this rank's micro-batches of their mean token loss / global_microbatches on the last
-// stage, 0 elsewhere.
-double forward_backward(tensor::Backend& backend, const model::GptModel& model,
-                        const parallel::ProcessGroups& groups, const StepShape& shape,
-                        const BatchSource& batches,
-                        const std::function<void(size_t first_param)>& grads_ready);
+// through each chunk reports completed gradients to `grads_ready` (model::Pass).
+StepLosses forward_backward(tensor::Backend& backend, const model::LanguageModel& model,
+                            const parallel::ProcessGroups& groups, const StepShape& shape,
+                            const BatchSource& batches,
+                            const std::function<void(size_t first_param)>& grads_ready);
 
-// Forward only (evaluation): the sum of the micro-batches' mean token losses on the last
-// stage, 0 elsewhere.
-double forward_only(tensor::Backend& backend, const model::GptModel& model,
-                    const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
-                    const BatchSource& batches);
+// Forward only (evaluation): the sums of the micro-batches' mean losses on the last stage, 0
+// elsewhere.
+StepLosses forward_only(tensor::Backend& backend, const model::LanguageModel& model,
+                        const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
+                        const BatchSource& batches);
 
 }  // namespace megatron::train

@@ -78,7 +78,7 @@ parallel::ProcessGroups make_groups(const recipe::CompiledRecipe& c, const plan:
   return parallel::make_process_groups(std::move(world), plan.layout);
 }
 
-std::unique_ptr<model::GptModel> make_model(const RunContext& run) {
+std::unique_ptr<model::LanguageModel> make_model(const RunContext& run) {
   const auto& r = run.compiled.recipe;
   const parallel::ProcessGroups& g = run.groups;
   model::ModelPlacement placement{
@@ -87,7 +87,7 @@ std::unique_ptr<model::GptModel> make_model(const RunContext& run) {
       .chunks = run.plan.stages[size_t(g.coord.pp)].chunks,
       .first_stage = g.first_stage(),
       .last_stage = g.last_stage()};
-  return std::make_unique<model::GptModel>(*run.backend, run.config, std::move(placement));
+  return std::make_unique<model::LanguageModel>(*run.backend, run.config, std::move(placement));
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
       mpi(start_job(c)),
       backend(make_run_backend(c.recipe, options.threads, dist::launch_info().local_rank)),
       groups(make_groups(c, plan, mpi.get(), *backend)),
-      config(model::gpt_config(c.recipe, c.derived)),
+      config(model::model_config(c.recipe, c.derived)),
       scaling(scaler_config(c.recipe.precision)),
       scaler(scaling),
       lr(lr_schedule(c)),
@@ -119,7 +119,8 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
               .data_parallel = c.derived.data_parallel,
               .rampup = c.recipe.training.rampup_batch_size},
       programs(plan, groups.coord.pp),
-      speed(model_speed(c, plan, hardware)) {
+      speed(model_speed(c, plan, hardware)),
+      batch_spec(train::batch_spec(config)) {
   const auto& r = c.recipe;
   if (!rank0()) spdlog::set_level(spdlog::level::warn);
   if (rank0()) run_dir = prepare_run_dir(c, options);
@@ -148,9 +149,13 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   data = load_train_data(c, train_samples, std::max<int64_t>(valid_samples, 1));
 }
 
-double RunContext::sum_of_losses(double value) const {
+StepLosses RunContext::sum_of_losses(const StepLosses& value) const {
   const bool holder = groups.last_stage() && groups.coord.tp == 0;
-  return parallel::sum_across(*backend, *groups.world, holder ? value : 0.0);
+  StepLosses out{.lm = parallel::sum_across(*backend, *groups.world, holder ? value.lm : 0.0)};
+  if (config.binary_head) {
+    out.sop = parallel::sum_across(*backend, *groups.world, holder ? value.sop : 0.0);
+  }
+  return out;
 }
 
 }  // namespace megatron::train

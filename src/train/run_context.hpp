@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dist/mpi_communicator.hpp"
-#include "model/gpt_model.hpp"
+#include "model/language_model.hpp"
 #include "optim/loss_scaler.hpp"
 #include "optim/lr_schedule.hpp"
 #include "parallel/process_groups.hpp"
@@ -22,6 +22,7 @@
 #include "train/batch_size.hpp"
 #include "train/checkpointer.hpp"
 #include "train/parallel_optimizer.hpp"
+#include "train/pipeline_step.hpp"
 #include "train/train_data.hpp"
 #include "train/trainer.hpp"
 
@@ -59,7 +60,7 @@ struct RunContext {
   bool rank0() const { return groups.world_rank == 0; }
   // The loss of a micro-batch is summed on last stages only: the sum over every rank of
   // `value` held there, known to every rank.
-  double sum_of_losses(double value) const;
+  StepLosses sum_of_losses(const StepLosses& value) const;
 
   const recipe::CompiledRecipe& compiled;
   const plan::HardwareProfile& hardware;
@@ -68,8 +69,8 @@ struct RunContext {
   std::unique_ptr<tensor::Backend> backend;
   parallel::ProcessGroups groups;
   std::filesystem::path run_dir;  // rank 0's; empty on the other ranks
-  model::GptConfig config;
-  std::unique_ptr<model::GptModel> model;
+  model::ModelConfig config;
+  std::unique_ptr<model::LanguageModel> model;
   std::unique_ptr<Checkpointer> checkpointer;
   std::unique_ptr<ParallelOptimizer> optimizer;
   optim::LossScalerConfig scaling;
@@ -80,6 +81,7 @@ struct RunContext {
   StagePrograms programs;
   ModelSpeed speed;
   TrainData data;
+  BatchSpec batch_spec;  // how samples become micro-batches
 };
 
 }  // namespace megatron::train

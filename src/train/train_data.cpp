@@ -1,18 +1,90 @@
 #include "train/train_data.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <utility>
 
 #include "core/error.hpp"
+#include "data/bert_dataset.hpp"
 #include "data/gpt_dataset_builder.hpp"
+#include "data/tokenizer.hpp"
 #include "tensor/host_io.hpp"
 #include "train/mock_data.hpp"
 
 namespace megatron::train {
 
+namespace {
+
+std::string relative_to(const recipe::CompiledRecipe& compiled, const std::string& path) {
+  const std::filesystem::path p(path);
+  const auto base = std::filesystem::path(compiled.file).parent_path();
+  return (p.is_absolute() ? p : base / p).lexically_normal().string();
+}
+
+// Megatron's BERTMaskedWordPieceDataset over each prefix: the tokenizer gives [CLS], [SEP],
+// [MASK], [PAD] and which pieces continue a word.
+data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
+  const recipe::Recipe& r = compiled.recipe;
+  if (!r.data.vocab_file) {
+    throw UserError(compiled.file + ": data.vocab_file: BERT data needs the WordPiece vocabulary "
+                                    "(vocab.txt) the dataset was made with");
+  }
+  const std::string vocab = relative_to(compiled, *r.data.vocab_file);
+  const auto tokenizer = data::make_tokenizer(r.data.tokenizer, {.vocab_file = vocab});
+  const data::SpecialTokens& special = tokenizer->special_tokens();
+  for (const auto& [name, id] : {std::pair{"[CLS]", special.cls}, std::pair{"[SEP]", special.sep},
+                                 std::pair{"[MASK]", special.mask}, std::pair{"[PAD]", special.pad}}) {
+    if (!id) {
+      throw UserError(fmt::format("{}: the vocabulary has no {} token, which BERT samples need; "
+                                  "use a BERT WordPiece vocab.txt",
+                                  vocab, name));
+    }
+  }
+  if (tokenizer->vocab_size() > r.model.vocab_size) {
+    throw UserError(fmt::format("{}: model.vocab_size {} is smaller than the vocabulary {} ({} "
+                                "tokens); set model.vocab_size: {}",
+                                compiled.file, r.model.vocab_size, vocab, tokenizer->vocab_size(),
+                                tokenizer->vocab_size()));
+  }
+  auto continuation = std::make_shared<std::vector<bool>>(size_t(tokenizer->vocab_size()));
+  for (int32_t id = 0; id < int32_t(tokenizer->vocab_size()); ++id) {
+    (*continuation)[size_t(id)] = tokenizer->token_text(id).rfind("##", 0) == 0;
+  }
+  data::BertDatasetConfig config{
+      .seq_length = r.data.seq_length,
+      .seed = int32_t(r.training.seed),
+      .short_seq_prob = r.data.short_seq_prob.value_or(0.1),
+      .binary_head = r.model.bert_binary_head,
+      .masking = {.mask_prob = r.data.mask_prob.value_or(0.15),
+                  .max_ngram = int32_t(r.data.masking_max_ngram.value_or(3)),
+                  .full_word = r.data.masking_full_word.value_or(true),
+                  .cls = *special.cls,
+                  .sep = *special.sep,
+                  .mask = *special.mask,
+                  .vocab_size = tokenizer->vocab_size()},
+      .pad = *special.pad,
+      .continuation = std::move(continuation)};
+  return {.elements = [](const data::IndexedDataset& d) { return d.documents(); },
+          .make = [config](std::shared_ptr<const data::IndexedDataset> d, data::Split split,
+                           data::DocumentRange range, std::optional<int64_t> samples)
+              -> std::shared_ptr<const data::SampleSource> {
+            return std::make_shared<data::BertDataset>(std::move(d), split, range, samples, config);
+          }};
+}
+
+}  // namespace
+
 TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
                           int64_t valid_samples) {
   const recipe::Recipe& r = compiled.recipe;
   const int64_t vocab = r.model.vocab_size;
+  const bool bert = r.model.arch == recipe::Arch::Bert;
+  if (r.data.mock && bert) {
+    throw UserError(compiled.file + ": data.mock: synthetic data is GPT-shaped; BERT trains on "
+                                    "sentence-split data (`megatron preprocess --split-sentences`, "
+                                    "see docs/bert.md)");
+  }
   if (r.data.mock) {
     return {.train = std::make_shared<MockGptSource>(r.data.seq_length, vocab, r.training.seed, 0,
                                                       train_samples),
@@ -27,17 +99,17 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
   }
   // Every id of every dataset is checked here, before any step: a dataset from another
   // tokenizer must not stop a run hours in, when a bad sample is first drawn.
-  data::GptBlendSpec spec{.weights = r.data.weights, .split = r.data.split, .vocab_size = vocab};
-  const auto base = std::filesystem::path(compiled.file).parent_path();
+  data::BlendSpec spec{.weights = r.data.weights, .split = r.data.split, .vocab_size = vocab};
   std::string description;
   for (const std::string& prefix : r.data.prefixes) {
-    const std::filesystem::path p(prefix);
-    spec.prefixes.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+    spec.prefixes.push_back(relative_to(compiled, prefix));
     description += (description.empty() ? "" : ", ") + spec.prefixes.back();
   }
   data::GptDatasetConfig config{.seq_length = r.data.seq_length,
                                 .seed = static_cast<uint64_t>(r.training.seed)};
-  auto splits = data::build_gpt_datasets(spec, {train_samples, valid_samples, 0}, config);
+  auto splits = bert ? data::build_datasets(spec, {train_samples, valid_samples, 0},
+                                            bert_factory(compiled))
+                     : data::build_gpt_datasets(spec, {train_samples, valid_samples, 0}, config);
   if (!splits[0]) {
     throw UserError(compiled.file + ": data.split '" + r.data.split +
                     "' gives training no share of the data");
@@ -45,19 +117,26 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
   return {.train = splits[0], .valid = splits[1], .description = description};
 }
 
-model::GptBatch make_batch(tensor::Backend& backend, const data::GptSampleSource& source,
-                           int64_t first, int64_t count, int64_t vocab_size) {
-  std::vector<int32_t> tokens, labels, positions;
+BatchSpec batch_spec(const model::ModelConfig& config) {
+  return {.vocab_size = config.vocab,
+          .token_types = config.token_types > 0,
+          .padding_mask = !config.causal,
+          .sentence_order = config.binary_head};
+}
+
+model::Batch make_batch(tensor::Backend& backend, const data::SampleSource& source,
+                        int64_t first, int64_t count, const BatchSpec& spec) {
+  std::vector<int32_t> tokens, labels, positions, types;
   std::vector<float> mask;
-  int64_t seq = 0;
+  model::Batch out{.batch = count};
   for (int64_t i = first; i < first + count; ++i) {
-    data::GptSample s = source.sample(i % source.size());
-    seq = static_cast<int64_t>(s.tokens.size());
+    data::Sample s = source.sample(i % source.size());
+    out.seq = static_cast<int64_t>(s.tokens.size());
     for (size_t t = 0; t < s.tokens.size(); ++t) {
       for (int32_t id : {s.tokens[t], s.labels[t]}) {
-        if (id < 0 || id >= vocab_size) {
+        if (id < 0 || id >= spec.vocab_size) {
           throw UserError("sample " + std::to_string(i) + " holds token id " + std::to_string(id) +
-                          ", outside model.vocab_size " + std::to_string(vocab_size) +
+                          ", outside model.vocab_size " + std::to_string(spec.vocab_size) +
                           ": the dataset was made with another tokenizer, or vocab_size is wrong");
         }
       }
@@ -66,14 +145,22 @@ model::GptBatch make_batch(tensor::Backend& backend, const data::GptSampleSource
     labels.insert(labels.end(), s.labels.begin(), s.labels.end());
     positions.insert(positions.end(), s.position_ids.begin(), s.position_ids.end());
     mask.insert(mask.end(), s.loss_mask.begin(), s.loss_mask.end());
+    if (spec.token_types) {
+      if (s.token_types.size() != s.tokens.size()) s.token_types.assign(s.tokens.size(), 0);
+      types.insert(types.end(), s.token_types.begin(), s.token_types.end());
+    }
+    if (spec.padding_mask) {
+      out.key_lengths.push_back(s.valid_length > 0 ? s.valid_length : int64_t(s.tokens.size()));
+    }
+    if (spec.sentence_order) out.sentence_order.push_back(s.sentence_order);
   }
-  const tensor::Shape shape{count * seq};
-  return {.batch = count,
-          .seq = seq,
-          .tokens = tensor::from_ints(backend, tokens, shape),
-          .labels = tensor::from_ints(backend, labels, shape),
-          .loss_mask = tensor::from_floats(backend, mask, shape),
-          .positions = tensor::from_ints(backend, positions, shape)};
+  const tensor::Shape shape{count * out.seq};
+  out.tokens = tensor::from_ints(backend, tokens, shape);
+  out.labels = tensor::from_ints(backend, labels, shape);
+  out.loss_mask = tensor::from_floats(backend, mask, shape);
+  out.positions = tensor::from_ints(backend, positions, shape);
+  if (spec.token_types) out.token_types = tensor::from_ints(backend, types, shape);
+  return out;
 }
 
 }  // namespace megatron::train

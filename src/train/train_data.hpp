@@ -5,15 +5,16 @@
 #include <cstdint>
 #include <memory>
 
-#include "data/gpt_sample.hpp"
-#include "model/gpt_model.hpp"
+#include "data/sample.hpp"
+#include "model/batch.hpp"
+#include "model/model_config.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::train {
 
 struct TrainData {
-  std::shared_ptr<const data::GptSampleSource> train;
-  std::shared_ptr<const data::GptSampleSource> valid;  // null when the split gives it no share
+  std::shared_ptr<const data::SampleSource> train;
+  std::shared_ptr<const data::SampleSource> valid;  // null when the split gives it no share
   std::string description;  // for the log: "mock" or the prefixes
 };
 
@@ -23,10 +24,19 @@ struct TrainData {
 TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
                           int64_t valid_samples);
 
-// Samples [first, first + count) of `source` as one micro-batch on the backend. Throws
-// UserError when a token is outside the model's vocabulary (a dataset made with another
-// tokenizer).
-model::GptBatch make_batch(tensor::Backend& backend, const data::GptSampleSource& source,
-                           int64_t first, int64_t count, int64_t vocab_size);
+// What the model reads from a micro-batch besides tokens, labels, mask and positions.
+struct BatchSpec {
+  int64_t vocab_size = 0;
+  bool token_types = false;     // segment ids (BERT with its binary head)
+  bool padding_mask = false;    // keys per sequence (bidirectional attention)
+  bool sentence_order = false;  // the binary head's targets
+};
+BatchSpec batch_spec(const model::ModelConfig& config);
+
+// Samples [first, first + count) of `source` (indices wrap around its size) as one micro-batch
+// on the backend. Throws UserError when a token is outside the model's vocabulary (a dataset
+// made with another tokenizer).
+model::Batch make_batch(tensor::Backend& backend, const data::SampleSource& source,
+                        int64_t first, int64_t count, const BatchSpec& spec);
 
 }  // namespace megatron::train

@@ -43,7 +43,7 @@ void log_start(const RunContext& run) {
   const auto& c = run.compiled;
   const auto& r = c.recipe;
   const auto& g = run.groups;
-  const model::GptConfig& config = run.config;
+  const model::ModelConfig& config = run.config;
   spdlog::info("megatron run {}: gpt, {} layers, hidden {}, {} heads, seq {}, {:.2f}M parameters ({})",
                c.file, config.num_layers, config.hidden, config.heads, config.seq_length,
                double(whole_model_parameters(run)) / 1e6, tensor::name(config.dtype));
@@ -116,6 +116,12 @@ const char* signal_name(int signal) {
   return signal == SIGUSR1 ? "SIGUSR1" : signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
+// The sentence-order term for the log, when the model has a binary head.
+std::optional<double> sop_of(const RunContext& run, const StepLosses& losses) {
+  if (!run.config.binary_head) return std::nullopt;
+  return losses.sop;
+}
+
 }  // namespace
 
 std::filesystem::path run_dir_for(const recipe::CompiledRecipe& c,
@@ -142,8 +148,8 @@ UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks) 
 TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) {
   const recipe::Recipe& r = c.recipe;
   const recipe::Derived& d = c.derived;
-  if (r.model.arch != recipe::Arch::Gpt) {
-    throw UserError(c.file + ": model.arch: only gpt trains so far (bert and t5 are planned)");
+  if (r.model.arch == recipe::Arch::T5) {
+    throw UserError(c.file + ": model.arch: t5 does not train yet (gpt and bert do)");
   }
   if (r.parallel.context != 1) {
     throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "
@@ -180,8 +186,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   }
   if (evaluating && !resumed) {
     // Where training starts from: an untrained model scores about log(vocabulary).
-    const double val = evaluate(run);
-    if (log) log->validation(0, val);
+    const StepLosses val = evaluate(run);
+    if (log) log->validation(0, val.lm, sop_of(run, val));
   }
   const auto training_state = [&](int64_t iteration) {
     return ckpt::TrainingState{.iteration = iteration,
@@ -208,17 +214,18 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
 
     const StopVote stop = agree_to_stop(run, seconds_since(started) >= time_limit_s);
     const bool last = iteration == d.train_iters || stop.out_of_time || stop.signal != 0;
-    std::optional<double> val;
+    std::optional<StepLosses> val;
     if (evaluating && (iteration % *r.eval.interval == 0 || last)) {
       val = evaluate(run);
-      if (log) log->validation(iteration, *val);
-      result.final_val_loss = val;
+      if (log) log->validation(iteration, val->lm, sop_of(run, *val));
+      result.final_val_loss = val->lm + val->sop;
     }
     if (iteration % r.logging.interval == 0 || last || val) {
       IterationMetrics m = interval.take(run, iteration, consumed, skipped);
       if (val) {
-        m.val_loss = *val;
-        m.val_ppl = perplexity(*val);
+        m.val_loss = val->lm;
+        m.val_ppl = perplexity(val->lm);
+        m.val_sop_loss = sop_of(run, *val);
       }
       if (log) log->log(m);
     }

@@ -23,9 +23,9 @@ struct TrainOptions {
 struct TrainResult {
   int64_t iterations = 0;
   int64_t consumed_samples = 0;
-  std::vector<double> losses;      // lm loss of every iteration
+  std::vector<double> losses;      // the objective (lm loss, + sop loss for BERT) of every iteration
   std::vector<double> grad_norms;  // and its gradient norm
-  std::optional<double> final_val_loss;
+  std::optional<double> final_val_loss;  // the objective, as `losses`
   std::filesystem::path run_dir;
   std::string stop_reason;
   int64_t first_iteration = 1;  // after a checkpoint of iteration N: N + 1

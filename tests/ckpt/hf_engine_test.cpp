@@ -1,5 +1,5 @@
 // Does the engine compute the Hugging Face model's function? A Hugging Face directory is
-// imported into a checkpoint and run through model::GptModel; its logits are compared with a
+// imported into a checkpoint and run through model::LanguageModel; its logits are compared with a
 // float64 forward written here from transformers' GPT2LMHeadModel / LlamaForCausalLM code
 // (Conv1D x W + b, c_attn's [q | k | v] thirds, gelu_new; rotate_half rotary, repeat_kv for
 // grouped-query attention, silu(gate) * up), reading the Hugging Face tensors by their names.
@@ -119,7 +119,7 @@ void rotate(Matrix& x, int64_t t, int64_t heads, int64_t d, double theta) {
 }
 
 // GPT2LMHeadModel's logits [T, vocab] for `tokens`.
-Matrix gpt2_logits(const HfWeights& w, const model::GptConfig& c,
+Matrix gpt2_logits(const HfWeights& w, const model::ModelConfig& c,
                    const std::vector<int32_t>& tokens) {
   const int64_t t = int64_t(tokens.size()), h = c.hidden, f = c.ffn;
   const Matrix wte = w.get("transformer.wte.weight", c.vocab, h);
@@ -165,7 +165,7 @@ Matrix gpt2_logits(const HfWeights& w, const model::GptConfig& c,
 }
 
 // LlamaForCausalLM's logits [T, vocab] for `tokens`.
-Matrix llama_logits(const HfWeights& w, const model::GptConfig& c,
+Matrix llama_logits(const HfWeights& w, const model::ModelConfig& c,
                     const std::vector<int32_t>& tokens) {
   const int64_t t = int64_t(tokens.size()), h = c.hidden, f = c.ffn, d = c.head_dim;
   const int64_t nh = c.heads, g = c.groups;
@@ -203,10 +203,10 @@ std::vector<float> engine_logits(const fs::path& hf_dir, const fs::path& save,
                                  const std::vector<int32_t>& tokens) {
   const HuggingFaceSource hf(hf_dir);
   const CheckpointReader ckpt(rewrite_checkpoint(hf, hf.meta(), {}, save));
-  model::GptConfig c = hf.config();
+  model::ModelConfig c = hf.config();
   c.seq_length = int64_t(tokens.size());
   tensor::CpuBackend b(1);
-  model::GptModel m(b, c);
+  model::LanguageModel m(b, c);
   for (const auto& p : m.parameters().all()) {
     const TensorInfo* t = ckpt.find(kModel, p->name);
     if (!t) throw std::runtime_error("checkpoint lacks " + p->name);
@@ -223,20 +223,20 @@ std::vector<float> engine_logits(const fs::path& hf_dir, const fs::path& save,
   std::vector<int32_t> positions(tokens.size());
   for (int64_t i = 0; i < n; ++i) positions[size_t(i)] = int32_t(i);
   std::vector<float> mask(tokens.size(), 1.0f);
-  const model::GptBatch batch{.batch = 1,
+  const model::Batch batch{.batch = 1,
                               .seq = n,
                               .tokens = tensor::from_ints(b, tokens, {n}),
                               .labels = tensor::from_ints(b, tokens, {n}),
                               .loss_mask = tensor::from_floats(b, mask, {n}),
                               .positions = tensor::from_ints(b, positions, {n})};
-  model::GptActivations saved;
+  model::Activations saved;
   m.forward(model::Pass{.backend = b, .training = false}, batch, &saved);
   return tensor::to_floats(b, saved.logits);
 }
 
 // f32 engine against an f64 reference over two layers: rounding moves logits by ~1e-6 of their
 // scale; a wrong head order, rotary pairing, gate/up swap or transpose moves them by O(1).
-void expect_same_function(const model::GptConfig& c) {
+void expect_same_function(const model::ModelConfig& c) {
   test_support::TempDir dir;
   const test_support::MemorySource src(c, tensor::DType::F32, 17);
   const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, tensor::DType::F32), {},
@@ -266,7 +266,7 @@ TEST(HuggingFaceEngine, Gpt2ImportComputesGpt2LMHeadModelsLogits) {
 }
 
 TEST(HuggingFaceEngine, Gpt2WithExactGeluAndUntiedHeadToo) {
-  model::GptConfig c = test_support::hf_tiny_gpt2();
+  model::ModelConfig c = test_support::hf_tiny_gpt2();
   c.activation = recipe::Activation::Gelu;
   c.tie_embeddings = false;
   expect_same_function(c);

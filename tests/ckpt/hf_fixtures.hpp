@@ -12,14 +12,14 @@
 #include "ckpt/hf_layout.hpp"
 #include "ckpt/model_fields.hpp"
 #include "ckpt/tensor_source.hpp"
-#include "model/gpt_model.hpp"
+#include "model/language_model.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/half.hpp"
 
 namespace megatron::test_support {
 
-inline model::GptConfig hf_tiny_gpt2() {
-  model::GptConfig c;
+inline model::ModelConfig hf_tiny_gpt2() {
+  model::ModelConfig c;
   c.num_layers = 2;
   c.hidden = 16;
   c.heads = 4;
@@ -37,8 +37,8 @@ inline model::GptConfig hf_tiny_gpt2() {
 }
 
 // Grouped-query attention (6 heads, 2 key/value groups), untied, rotary, no biases.
-inline model::GptConfig hf_tiny_llama() {
-  model::GptConfig c = hf_tiny_gpt2();
+inline model::ModelConfig hf_tiny_llama() {
+  model::ModelConfig c = hf_tiny_gpt2();
   c.hidden = 24;
   c.heads = 6;
   c.groups = 2;
@@ -56,7 +56,7 @@ inline model::GptConfig hf_tiny_llama() {
 }
 
 // The recipe text a checkpoint of `c` carries: what model_fields leaves out.
-inline std::string hf_recipe_text(const model::GptConfig& c) {
+inline std::string hf_recipe_text(const model::ModelConfig& c) {
   return "model:\n  norm_epsilon: " + std::to_string(c.norm_eps) +
          "\n  max_position_embeddings: " + std::to_string(c.max_positions) +
          "\n  hidden_dropout: 0.0\n  attention_dropout: 0.0\n  init_method_std: 0.02\n"
@@ -64,7 +64,7 @@ inline std::string hf_recipe_text(const model::GptConfig& c) {
          std::to_string(c.seq_length) + "\n";
 }
 
-inline ckpt::CheckpointMeta hf_meta(const model::GptConfig& c, tensor::DType dtype) {
+inline ckpt::CheckpointMeta hf_meta(const model::ModelConfig& c, tensor::DType dtype) {
   ckpt::CheckpointMeta m;
   m.dtype = std::string(tensor::name(dtype));
   m.optimizer = "none";
@@ -76,12 +76,12 @@ inline ckpt::CheckpointMeta hf_meta(const model::GptConfig& c, tensor::DType dty
 // Whole tensors held in memory, each random (normal, std 0.5), in one dtype.
 class MemorySource : public ckpt::TensorSource {
  public:
-  MemorySource(const model::GptConfig& c, tensor::DType dtype, uint32_t seed = 5) {
+  MemorySource(const model::ModelConfig& c, tensor::DType dtype, uint32_t seed = 5) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 0.5f);
     // The parameters as the model itself declares them, not as hf_layout says.
     tensor::CpuBackend backend(1);
-    const model::GptModel model(backend, c);
+    const model::LanguageModel model(backend, c);
     for (const auto& p : model.parameters().all()) {
       const ckpt::Split split = p->split == model::TpSplit::Rows      ? ckpt::Split::Rows
                                 : p->split == model::TpSplit::Columns ? ckpt::Split::Columns

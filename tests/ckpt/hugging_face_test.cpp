@@ -40,7 +40,7 @@ std::vector<float> hf_floats(const SafetensorsFile& f, const std::string& name) 
 }
 
 // Checkpoint of `src`, exported to dir/hf; returns the checkpoint directory.
-fs::path checkpoint_and_export(const MemorySource& src, const model::GptConfig& c, DType dtype,
+fs::path checkpoint_and_export(const MemorySource& src, const model::ModelConfig& c, DType dtype,
                                const fs::path& dir) {
   const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, dtype), {}, dir / "ckpt");
   export_hugging_face(CheckpointReader(ckpt), dir / "hf", std::nullopt);
@@ -56,7 +56,7 @@ std::set<std::string> names_in(const SafetensorsFile& f) {
 // The import of `hf_dir` holds src's tensors (same names, shapes, splits, dtype) with the same
 // bytes, except the padding rows of the vocabulary, which are zeros.
 void expect_import_matches(const fs::path& hf_dir, const MemorySource& src,
-                           const model::GptConfig& c) {
+                           const model::ModelConfig& c) {
   const HuggingFaceSource hf(hf_dir);
   ASSERT_EQ(hf.tensors().size(), src.tensors().size());
   for (size_t i = 0; i < src.tensors().size(); ++i) {
@@ -97,10 +97,10 @@ nlohmann::json config_json(const fs::path& hf_dir) {
 }
 
 TEST(HfLayout, MegatronSideIsTheModelsParameterListForEveryShape) {
-  for (model::GptConfig c : {test_support::hf_tiny_gpt2(), test_support::hf_tiny_llama()}) {
+  for (model::ModelConfig c : {test_support::hf_tiny_gpt2(), test_support::hf_tiny_llama()}) {
     for (bool tie : {true, false}) {
       c.tie_embeddings = tie;
-      const MemorySource model_params(c, DType::F32);  // built from model::GptModel
+      const MemorySource model_params(c, DType::F32);  // built from model::LanguageModel
       const HfArch arch = hf_architecture(c);
       const HfLayout layout = hf_layout(arch, c);
       ASSERT_EQ(layout.megatron.size(), model_params.tensors().size());
@@ -118,7 +118,7 @@ TEST(HfLayout, MegatronSideIsTheModelsParameterListForEveryShape) {
 
 TEST(HuggingFaceExport, Gpt2WeightsLandWhereGpt2LMHeadModelReadsThem) {
   test_support::TempDir dir;
-  const model::GptConfig c = test_support::hf_tiny_gpt2();
+  const model::ModelConfig c = test_support::hf_tiny_gpt2();
   const MemorySource src(c, DType::F32);
   checkpoint_and_export(src, c, DType::F32, dir.path());
 
@@ -192,7 +192,7 @@ TEST(HuggingFaceExport, Gpt2WeightsLandWhereGpt2LMHeadModelReadsThem) {
 
 TEST(HuggingFaceExport, LlamaWithGroupedQueryAttentionSplitsQkvAndGateUp) {
   test_support::TempDir dir;
-  const model::GptConfig c = test_support::hf_tiny_llama();
+  const model::ModelConfig c = test_support::hf_tiny_llama();
   const MemorySource src(c, DType::F32);
   checkpoint_and_export(src, c, DType::F32, dir.path());
 
@@ -265,7 +265,7 @@ TEST(HuggingFaceExport, LlamaWithGroupedQueryAttentionSplitsQkvAndGateUp) {
 
 TEST(HuggingFaceExport, Bf16StaysBitwiseAndConvertsToF32OnRequest) {
   test_support::TempDir dir;
-  model::GptConfig c = test_support::hf_tiny_llama();
+  model::ModelConfig c = test_support::hf_tiny_llama();
   c.tie_embeddings = true;
   const MemorySource src(c, DType::Bf16);
   const fs::path ckpt = checkpoint_and_export(src, c, DType::Bf16, dir.path());
@@ -289,7 +289,7 @@ TEST(HuggingFaceExport, Bf16StaysBitwiseAndConvertsToF32OnRequest) {
 }
 
 TEST(HuggingFaceImport, MetaDescribesTheModelAndItsRecipeCompilesToTheSameModel) {
-  for (const model::GptConfig& c : {test_support::hf_tiny_gpt2(), test_support::hf_tiny_llama()}) {
+  for (const model::ModelConfig& c : {test_support::hf_tiny_gpt2(), test_support::hf_tiny_llama()}) {
     test_support::TempDir dir;
     const MemorySource src(c, DType::F32);
     checkpoint_and_export(src, c, DType::F32, dir.path());
@@ -305,7 +305,7 @@ TEST(HuggingFaceImport, MetaDescribesTheModelAndItsRecipeCompilesToTheSameModel)
     const fs::path recipe_file = dir.write("imported.yaml", meta.recipe);
     const recipe::CompiledRecipe compiled =
         recipe::compile(recipe_file, {.world_from_layout = true});
-    const model::GptConfig built = model::gpt_config(compiled.recipe, compiled.derived);
+    const model::ModelConfig built = model::model_config(compiled.recipe, compiled.derived);
     EXPECT_EQ(model_fields(built), meta.model) << meta.recipe;
     EXPECT_EQ(built.padded_vocab, c.padded_vocab);
     EXPECT_EQ(built.norm_eps, c.norm_eps);
@@ -315,7 +315,7 @@ TEST(HuggingFaceImport, MetaDescribesTheModelAndItsRecipeCompilesToTheSameModel)
 
 TEST(HuggingFaceImport, TensorParallelRewriteHoldsTheSameWeights) {
   test_support::TempDir dir;
-  const model::GptConfig c = test_support::hf_tiny_llama();
+  const model::ModelConfig c = test_support::hf_tiny_llama();
   const MemorySource src(c, DType::F32);
   checkpoint_and_export(src, c, DType::F32, dir.path());
   const HuggingFaceSource hf(dir.path() / "hf");
@@ -338,7 +338,7 @@ TEST(HuggingFaceImport, TensorParallelRewriteHoldsTheSameWeights) {
 // A GPT2Model save (no "transformer." prefix) with its causal-mask buffers, in two shards.
 TEST(HuggingFaceImport, ReadsShardsUnprefixedNamesAndSkipsMaskBuffers) {
   test_support::TempDir dir;
-  const model::GptConfig c = test_support::hf_tiny_gpt2();
+  const model::ModelConfig c = test_support::hf_tiny_gpt2();
   const MemorySource src(c, DType::F32);
   checkpoint_and_export(src, c, DType::F32, dir.path());
   const SafetensorsFile whole(dir.path() / "hf" / "model.safetensors");
@@ -386,22 +386,22 @@ void expect_user_error(const std::function<void()>& f, const std::vector<std::st
 }
 
 TEST(HuggingFaceExport, ModelsNoArchitectureMatchesAreUserErrorsNamingTheField) {
-  model::GptConfig rms_learned = test_support::hf_tiny_gpt2();
+  model::ModelConfig rms_learned = test_support::hf_tiny_gpt2();
   rms_learned.norm = recipe::Norm::RmsNorm;
   expect_user_error([&] { hf_architecture(rms_learned); },
                     {"no Hugging Face architecture", "model.normalization is rmsnorm",
                      "GPT2LMHeadModel", "layernorm"});
-  model::GptConfig gqa_learned = test_support::hf_tiny_gpt2();
+  model::ModelConfig gqa_learned = test_support::hf_tiny_gpt2();
   gqa_learned.groups = 2;
   expect_user_error([&] { hf_architecture(gqa_learned); }, {"model.num_query_groups is 2"});
-  model::GptConfig gelu_rotary = test_support::hf_tiny_llama();
+  model::ModelConfig gelu_rotary = test_support::hf_tiny_llama();
   gelu_rotary.activation = recipe::Activation::Gelu;
   expect_user_error([&] { hf_architecture(gelu_rotary); },
                     {"model.activation is gelu", "LlamaForCausalLM", "swiglu"});
-  model::GptConfig partial = test_support::hf_tiny_llama();
+  model::ModelConfig partial = test_support::hf_tiny_llama();
   partial.rotary_percent = 0.5;
   expect_user_error([&] { hf_architecture(partial); }, {"model.rotary_percent is 0.5"});
-  model::GptConfig biased = test_support::hf_tiny_llama();
+  model::ModelConfig biased = test_support::hf_tiny_llama();
   biased.qkv_bias = true;
   expect_user_error([&] { hf_architecture(biased); }, {"model.add_qkv_bias is true"});
 
@@ -417,7 +417,7 @@ TEST(HuggingFaceExport, ModelsNoArchitectureMatchesAreUserErrorsNamingTheField) 
 
 TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
   test_support::TempDir dir;
-  const model::GptConfig c = test_support::hf_tiny_llama();
+  const model::ModelConfig c = test_support::hf_tiny_llama();
   const MemorySource src(c, DType::F32);
   checkpoint_and_export(src, c, DType::F32, dir.path());
   const fs::path hf = dir.path() / "hf";
@@ -458,7 +458,7 @@ struct HfConfig : ::testing::Test {
     expect_user_error([&] { HuggingFaceSource s(hf()); }, words);
   }
   test_support::TempDir dir;
-  const model::GptConfig c = test_support::hf_tiny_llama();
+  const model::ModelConfig c = test_support::hf_tiny_llama();
   const MemorySource src{c, DType::F32};
   nlohmann::json original;
 };
@@ -522,7 +522,7 @@ TEST_F(HfConfig, AShardIndexNamingAFileOutsideTheDirectoryIsRefused) {
 }
 
 TEST(HuggingFaceExport, ACheckpointsModelFieldsAreCheckedAgainstTheSameLimits) {
-  const model::GptConfig c = test_support::hf_tiny_llama();
+  const model::ModelConfig c = test_support::hf_tiny_llama();
   CheckpointMeta meta = test_support::hf_meta(c, DType::F32);
   for (auto& [key, value] : meta.model)
     if (key == "model.num_layers") value = "1000000000";

@@ -15,11 +15,11 @@ namespace {
 using ::testing::ElementsAre;
 
 // A stand-in dataset of `n` samples whose sample i has the single token `tag` x 1000 + i.
-class TaggedSamples final : public GptSampleSource {
+class TaggedSamples final : public SampleSource {
  public:
   TaggedSamples(int32_t tag, int64_t n) : tag_(tag), n_(n) {}
   int64_t size() const override { return n_; }
-  GptSample sample(int64_t i) const override {
+  Sample sample(int64_t i) const override {
     return {.tokens = {tag_ * 1000 + static_cast<int32_t>(i)}};
   }
 
@@ -126,7 +126,7 @@ TEST_F(BlendedBuilderData, AWeightedBlendDrawsEachDatasetInProportion) {
 }
 
 TEST_F(BlendedBuilderData, ABlendResumesExactlyAtAnySample) {
-  const GptBlendSpec spec{.prefixes = {a, b}, .weights = {2, 1}, .split = "1,0,0"};
+  const BlendSpec spec{.prefixes = {a, b}, .weights = {2, 1}, .split = "1,0,0"};
   const auto first = build_gpt_datasets(spec, {500, std::nullopt, std::nullopt}, config);
   std::vector<std::vector<int32_t>> served;
   for (int64_t i = 0; i < first[0]->size(); ++i) served.push_back(first[0]->sample(i).tokens);

@@ -65,7 +65,7 @@ TEST(GptDatasetWindows, LabelsAreTokensShiftedByOne) {
   const auto data = open_dataset(write_documents(dir, "d", numbered_documents({7, 4, 9})));
   const GptDataset ds(data, Split::Train, {0, 3}, 5, config_in(dir, 4));
   for (int64_t i = 0; i < ds.size(); ++i) {
-    const GptSample s = ds.sample(i);
+    const Sample s = ds.sample(i);
     const auto w = ds.window(i);
     EXPECT_EQ(s.tokens, std::vector<int32_t>(w.begin(), w.end() - 1));
     EXPECT_EQ(s.labels, std::vector<int32_t>(w.begin() + 1, w.end()));
@@ -304,7 +304,7 @@ TEST(GptDatasetErrors, DocumentsOutsideTheDatasetAreAUserError) {
 TEST(GptDatasetResume, SampleIIsTheSameFreshOrAfterIteratingUpToIt) {
   test_support::TempDir dir;
   const auto data = open_dataset(write_documents(dir, "d", numbered_documents({17, 3, 25, 9, 14})));
-  std::vector<GptSample> served;
+  std::vector<Sample> served;
   {
     const GptDataset ds(data, Split::Train, {0, 5}, 40, config_in(dir, 6));
     for (int64_t i = 0; i < ds.size(); ++i) served.push_back(ds.sample(i));

@@ -15,13 +15,13 @@ using ::testing::IsEmpty;
 const std::vector<int32_t> kWindow{5, 0, 6, 7, 0};
 
 TEST(GptDatasetSample, TokensAreTheFirstSAndLabelsTheLastS) {
-  const GptSample s = make_gpt_sample(kWindow, {});
+  const Sample s = make_gpt_sample(kWindow, {});
   EXPECT_THAT(s.tokens, ElementsAre(5, 0, 6, 7));
   EXPECT_THAT(s.labels, ElementsAre(0, 6, 7, 0));
 }
 
 TEST(GptDatasetSample, WithoutOptionsEveryPositionCountsAndPositionsRunOn) {
-  const GptSample s = make_gpt_sample(kWindow, {});
+  const Sample s = make_gpt_sample(kWindow, {});
   EXPECT_THAT(s.loss_mask, ElementsAre(1.0f, 1.0f, 1.0f, 1.0f));
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 2, 3));
   EXPECT_THAT(s.document_starts, IsEmpty());
@@ -30,26 +30,26 @@ TEST(GptDatasetSample, WithoutOptionsEveryPositionCountsAndPositionsRunOn) {
 TEST(GptDatasetSample, EodMaskLossZeroesPositionsWhoseInputIsEod) {
   // Megatron masks by input token: predicting the next document's first token from an EOD is
   // not trained. The label EOD at the last position is still predicted.
-  const GptSample s = make_gpt_sample(kWindow, {.eod_mask_loss = true});
+  const Sample s = make_gpt_sample(kWindow, {.eod_mask_loss = true});
   EXPECT_THAT(s.loss_mask, ElementsAre(1.0f, 0.0f, 1.0f, 1.0f));
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 2, 3));
 }
 
 TEST(GptDatasetSample, ResetPositionIdsRestartsAfterEachEod) {
-  const GptSample s = make_gpt_sample(kWindow, {.reset_position_ids = true});
+  const Sample s = make_gpt_sample(kWindow, {.reset_position_ids = true});
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 0, 1));
   EXPECT_THAT(s.loss_mask, ElementsAre(1.0f, 1.0f, 1.0f, 1.0f));
 }
 
 TEST(GptDatasetSample, ResetAttentionMaskRecordsWhereEachDocumentStarts) {
-  const GptSample s =
+  const Sample s =
       make_gpt_sample(std::vector<int32_t>{0, 5, 0, 6, 0, 7}, {.reset_attention_mask = true});
   EXPECT_THAT(s.document_starts, ElementsAre(0, 1, 3));  // the EOD at position 4 is last
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 2, 3, 4));
 }
 
 TEST(GptDatasetSample, TheEodTokenIsConfigurable) {
-  const GptSample s =
+  const Sample s =
       make_gpt_sample(kWindow, {.eod_token = 7, .eod_mask_loss = true, .reset_position_ids = true});
   EXPECT_THAT(s.loss_mask, ElementsAre(1.0f, 1.0f, 1.0f, 0.0f));
   EXPECT_THAT(s.position_ids, ElementsAre(0, 1, 2, 3));

@@ -70,7 +70,7 @@ TEST(TokenIds, BuildingTheTrainingDatasetsChecksEveryIdBeforeAnyIndexIsBuilt) {
   std::vector<std::vector<uint16_t>> docs(100, std::vector<uint16_t>{1, 2, 3, 4});
   docs.back().back() = 60000;  // in the last document: no sample draws it before the end
   test_files::write_dataset<uint16_t>(prefix, 8, docs);
-  GptBlendSpec spec{.prefixes = {prefix}, .split = "1,0,0", .vocab_size = 50257};
+  BlendSpec spec{.prefixes = {prefix}, .split = "1,0,0", .vocab_size = 50257};
   GptDatasetConfig config{.seq_length = 4, .cache_dir = dir.path() / "cache"};
   try {
     build_gpt_datasets(spec, {8, std::nullopt, std::nullopt}, config);

@@ -1,7 +1,11 @@
-// The whole GPT's backward against finite differences of its forward, over every weight.
+// The whole model's backward (GPT, Llama-style, BERT) against finite differences of its forward,
+// over every weight.
 #include <gtest/gtest.h>
 
-#include "model/gpt_model.hpp"
+#include <algorithm>
+#include <cmath>
+
+#include "model/language_model.hpp"
 #include "model/tiny_gpt.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/gradcheck.hpp"
@@ -12,35 +16,41 @@ namespace {
 using recipe::Recompute;
 using test_support::tiny_batch;
 
-// Mean masked loss as a function of one parameter's values.
-double loss_with(tensor::Backend& b, GptModel& m, const GptBatch& batch, Parameter& p,
+// The objective (mean masked token loss, plus the mean sentence-order loss with a binary head).
+double objective(const Losses& sum) {
+  return sum.lm / sum.tokens + (sum.sentences > 0 ? sum.sop / sum.sentences : 0.0);
+}
+
+// The objective as a function of one parameter's values.
+double loss_with(tensor::Backend& b, LanguageModel& m, const Batch& batch, Parameter& p,
                  const std::vector<float>& values, const Pass& pass) {
   tensor::write_floats(b, p.value, values);
-  const LossSum sum = m.forward(pass, batch, nullptr);
-  return sum.loss / sum.tokens;
+  return objective(m.forward(pass, batch, nullptr));
 }
 
 // Checks every parameter's gradient of the mean loss. Finite differences in f32 with a step of
 // 1e-2 on weights of scale 0.2: the truncation error is O(step^2) relative and the rounding
 // error about 1e-7 * |loss| / step; both stay under 2e-3 of the largest gradient element.
-void expect_gradients_match_finite_differences(const GptConfig& config, bool training,
+void expect_gradients_match_finite_differences(const ModelConfig& config, bool training,
                                                Recompute recompute = Recompute::None) {
   tensor::CpuBackend b(1);
-  GptConfig c = config;
+  ModelConfig c = config;
   c.recompute = recompute;
   c.recompute_layers = recompute == Recompute::Full ? c.num_layers : 0;
-  GptModel m(b, c);
+  LanguageModel m(b, c);
   m.initialise(42);
-  const GptBatch batch = tiny_batch(b, c, 2);
+  const Batch batch = tiny_batch(b, c, 2);
   // Training passes run dropout (when the config has it); evaluation passes of the same key
   // would not, so the finite differences use a training pass too: the mask depends only on
   // the key, so every forward sees the same one.
   const Pass pass{.backend = b, .training = training, .seed = 5, .iteration = 3};
 
   m.parameters().zero_grads();
-  GptActivations saved;
-  const LossSum sum = m.forward(pass, batch, &saved);
-  m.backward(pass, batch, saved, float(1.0 / sum.tokens));
+  Activations saved;
+  const Losses sum = m.forward(pass, batch, &saved);
+  m.backward(pass, batch, saved,
+             {.token = float(1.0 / sum.tokens),
+              .sentence = float(1.0 / std::max(sum.sentences, 1.0))});
 
   for (const auto& p : m.parameters().all()) {
     const std::vector<float> original = tensor::to_floats(b, p->value);
@@ -70,36 +80,76 @@ TEST(GptGradients, LlamaShapedModelMatchesFiniteDifferences) {
 }
 
 TEST(GptGradients, ModelWithDropoutMatchesFiniteDifferences) {
-  GptConfig c = test_support::tiny_gpt_config();
+  ModelConfig c = test_support::tiny_gpt_config();
   c.hidden_dropout = 0.2;
   c.attention_dropout = 0.2;
   expect_gradients_match_finite_differences(c, true);
 }
 
 TEST(GptGradients, ExactGeluTanhAndUntiedOutputMatchFiniteDifferences) {
-  GptConfig c = test_support::tiny_gpt_config();
+  ModelConfig c = test_support::tiny_gpt_config();
   c.activation = recipe::Activation::GeluTanh;
   c.tie_embeddings = false;
   c.groups = 1;
   expect_gradients_match_finite_differences(c, false);
 }
 
+TEST(BertGradients, BertShapedModelMatchesFiniteDifferences) {
+  expect_gradients_match_finite_differences(test_support::tiny_bert_config(), false);
+}
+
+TEST(BertGradients, BertWithDropoutMatchesFiniteDifferences) {
+  ModelConfig c = test_support::tiny_bert_config();
+  c.hidden_dropout = 0.2;
+  c.attention_dropout = 0.2;
+  expect_gradients_match_finite_differences(c, true);
+}
+
+TEST(BertHeads, AskedForOutputsHoldEachTokensLossAndTheLogits) {
+  tensor::CpuBackend b(1);
+  const ModelConfig c = test_support::tiny_bert_config();
+  LanguageModel m(b, c);
+  m.initialise(11);
+  const Batch batch = tiny_batch(b, c, 2);
+  HeadOutputs out{.want_token_losses = true, .want_logits = true};
+  const Losses sum = m.forward({.backend = b, .training = false}, batch, nullptr, &out);
+  ASSERT_EQ(out.token_losses.numel(), batch.rows());
+  ASSERT_EQ(out.logits.dim(0), batch.rows());
+  ASSERT_EQ(out.logits.dim(1), c.padded_vocab);
+  ASSERT_EQ(out.sentence_logits.size(), 4u);
+  const std::vector<float> losses = tensor::to_floats(b, out.token_losses);
+  const std::vector<float> logits = tensor::to_floats(b, out.logits);
+  const std::vector<int32_t> labels = tensor::to_ints(b, batch.labels);
+  const std::vector<float> mask = tensor::to_floats(b, batch.loss_mask);
+  double masked = 0.0;
+  for (int64_t i = 0; i < batch.rows(); ++i) {
+    // Each token's loss is log-sum-exp of its logits minus the label's logit.
+    double max = -1e30, total = 0.0;
+    for (int64_t v = 0; v < c.padded_vocab; ++v) max = std::max<double>(max, logits[size_t(i * c.padded_vocab + v)]);
+    for (int64_t v = 0; v < c.padded_vocab; ++v) total += std::exp(logits[size_t(i * c.padded_vocab + v)] - max);
+    const double expected = max + std::log(total) - logits[size_t(i * c.padded_vocab + labels[size_t(i)])];
+    EXPECT_NEAR(losses[size_t(i)], expected, 1e-4) << "token " << i;
+    masked += mask[size_t(i)] * losses[size_t(i)];
+  }
+  EXPECT_NEAR(sum.lm, masked, 1e-4);
+}
+
 // Recompute must not change a single bit: the recomputed forward draws the same dropout masks
 // and runs the same ops in the same order.
 std::vector<std::vector<float>> gradients(Recompute recompute) {
   tensor::CpuBackend b(1);
-  GptConfig c = test_support::tiny_llama_config();
+  ModelConfig c = test_support::tiny_llama_config();
   c.hidden_dropout = 0.1;
   c.attention_dropout = 0.1;
   c.recompute = recompute;
   c.recompute_layers = recompute == Recompute::Full ? 1 : 0;
-  GptModel m(b, c);
+  LanguageModel m(b, c);
   m.initialise(3);
-  const GptBatch batch = tiny_batch(b, c, 3);
+  const Batch batch = tiny_batch(b, c, 3);
   const Pass pass{.backend = b, .training = true, .seed = 9, .iteration = 1};
-  GptActivations saved;
-  const LossSum sum = m.forward(pass, batch, &saved);
-  m.backward(pass, batch, saved, float(1.0 / sum.tokens));
+  Activations saved;
+  const Losses sum = m.forward(pass, batch, &saved);
+  m.backward(pass, batch, saved, {.token = float(1.0 / sum.tokens)});
   std::vector<std::vector<float>> grads;
   for (const auto& p : m.parameters().all()) grads.push_back(tensor::to_floats(b, p->grad));
   return grads;
@@ -115,14 +165,14 @@ TEST(GptRecompute, FullRecomputeGivesBitwiseTheSameGradients) {
 
 TEST(GptRecompute, FullRecomputeKeepsOnlyTheBlockInputs) {
   tensor::CpuBackend b(1);
-  GptConfig c = test_support::tiny_gpt_config();
+  ModelConfig c = test_support::tiny_gpt_config();
   auto activation_bytes = [&](Recompute r) {
     c.recompute = r;
     c.recompute_layers = r == Recompute::Full ? c.num_layers : 0;
-    GptModel m(b, c);
-    const GptBatch batch = tiny_batch(b, c, 2);
+    LanguageModel m(b, c);
+    const Batch batch = tiny_batch(b, c, 2);
     const int64_t before = b.memory().allocated_bytes;
-    GptActivations saved;
+    Activations saved;
     m.forward({.backend = b}, batch, &saved);
     return b.memory().allocated_bytes - before;
   };

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent float64 PyTorch reference for the engine's GPT loss and gradients.
+"""Independent float64 PyTorch reference for the engine's GPT and BERT losses and gradients.
 
 The C++ model test dumps one micro-batch (config, weights, inputs, the engine's loss and every
 parameter's gradient of the reported loss) into a directory; this script rebuilds the same model
@@ -27,6 +27,10 @@ Dump layout (DUMP_DIR/manifest.json):
    "parameters": [{"name", "shape", "value": "file.f32", "grad": "file.f32"}, ...],
    "inputs": {"tokens": "*.i32", "labels": "*.i32", "positions": "*.i32", "loss_mask": "*.f32"}}
 Binary files are raw little-endian; token rows are batch-major (row b*T + t).
+Optional BERT config keys (defaults give GPT): "causal" (true), "token_types" (0),
+"lm_head_transform" (false), "output_bias" (false), "binary_head" (false); with them the inputs
+may hold "token_types" (*.i32, B*T), "key_lengths" (*.i32, B: keys each sequence attends to)
+and "sentence_order" (*.i32, B: the binary head's targets, -1 for none).
 
 The model (pre-norm GPT, Megatron layout):
   x = wte[tokens] (+ wpe[positions] when learned)
@@ -37,6 +41,10 @@ The model (pre-norm GPT, Megatron layout):
   swiglu (fc1 = [gate | up], silu(gate) * up)
   logits = FinalNorm(x) @ W^T over padded_vocab (W = wte when tied, else output_layer.weight)
   loss = sum(mask * CE(logits, labels)) / max(sum(mask), 1)
+BERT adds: x += tokentype[types]; attention bidirectional over keys < key_lengths[b]; before the
+  output layer h = LN(gelu(Wd final + bd)) (lm_head.dense, lm_head.layer_norm, eps norm_eps);
+  logits += output_layer.bias; pooled = tanh(Wp final[b, 0] + bp), s = Wb pooled + bb;
+  loss += mean over sequences with a target of CE(s, sentence_order)
 """
 import argparse
 import json
@@ -53,6 +61,8 @@ CONFIG_KEYS = ("num_layers", "hidden", "heads", "groups", "head_dim", "ffn", "vo
                "rotary_dim", "norm", "norm_eps", "activation", "tie_embeddings", "linear_bias",
                "qkv_bias")
 DTYPE = torch.float64
+BERT_DEFAULTS = {"causal": True, "token_types": 0, "lm_head_transform": False,
+                 "output_bias": False, "binary_head": False}
 
 
 class BadInput(Exception):
@@ -65,11 +75,14 @@ class BadInput(Exception):
 
 def expected_parameters(c):
     """[(name, shape)] in the engine's order for config c."""
+    c = dict(BERT_DEFAULTS, **c)
     h, d = c["hidden"], c["head_dim"]
     layernorm = c["norm"] == "layernorm"
     out = [("embedding.word_embeddings.weight", [c["padded_vocab"], h])]
     if c["position"] == "learned":
         out.append(("embedding.position_embeddings.weight", [c["max_positions"], h]))
+    if c["token_types"]:
+        out.append(("embedding.tokentype_embeddings.weight", [c["token_types"], h]))
 
     def add_norm(name):
         out.append((name + ".weight", [h]))
@@ -94,10 +107,21 @@ def expected_parameters(c):
     add_norm("decoder.final_layernorm")
     if not c["tie_embeddings"]:
         out.append(("output_layer.weight", [c["padded_vocab"], h]))
+    if c["lm_head_transform"]:
+        add_linear("lm_head.dense", h, h, True)
+        out.append(("lm_head.layer_norm.weight", [h]))
+        out.append(("lm_head.layer_norm.bias", [h]))
+    if c["output_bias"]:
+        out.append(("output_layer.bias", [c["padded_vocab"]]))
+    if c["binary_head"]:
+        add_linear("pooler.dense", h, h, True)
+        add_linear("binary_head", h, 2, True)
     return out
 
 
 def check_config(c):
+    for k, v in BERT_DEFAULTS.items():
+        c.setdefault(k, v)
     missing = [k for k in CONFIG_KEYS if k not in c]
     if missing:
         raise BadInput("config lacks " + ", ".join(missing))
@@ -162,8 +186,9 @@ def rotate(c, x):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
 
-def attention(c, qkv, B, T):
-    """Causal self-attention over Megatron's fused QKV rows [B*T, (heads + 2 groups) * d]."""
+def attention(c, qkv, B, T, key_lengths=None):
+    """Self-attention over Megatron's fused QKV rows [B*T, (heads + 2 groups) * d]: causal, or
+    bidirectional over the first key_lengths[b] keys of sequence b."""
     heads, groups, d = c["heads"], c["groups"], c["head_dim"]
     per = heads // groups
     rows = qkv.view(B, T, groups, per + 2, d)
@@ -177,25 +202,39 @@ def attention(c, qkv, B, T):
     v = v[:, :, group_of_head, :]
     q, k, v = (t.permute(0, 2, 1, 3) for t in (q, k, v))  # [B, heads, T, d]
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(d)     # [B, heads, Tq, Tk]
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
-    scores = scores.masked_fill(future, float("-inf"))
+    if c.get("causal", True):
+        future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+        scores = scores.masked_fill(future, float("-inf"))
+    if key_lengths is not None:
+        padding = torch.arange(T)[None, :] >= key_lengths[:, None]  # [B, Tk]
+        scores = scores.masked_fill(padding[:, None, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     out = probs @ v                                       # [B, heads, T, d]
     return out.permute(0, 2, 1, 3).reshape(B * T, heads * d)
 
 
-def reference_loss(c, P, tokens, labels, positions, mask, B, T):
-    """The reported loss; P maps parameter names to float64 tensors."""
+def layer_norm(x, weight, bias, eps):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def reference_loss(c, P, tokens, labels, positions, mask, B, T, extra=None):
+    """The reported loss; P maps parameter names to float64 tensors; extra holds the BERT
+    inputs (token_types, key_lengths, sentence_order) when the config uses them."""
+    extra = extra or {}
     get = P.get
     x = P["embedding.word_embeddings.weight"][tokens]
     if c["position"] == "learned":
         x = x + P["embedding.position_embeddings.weight"][positions]
+    if c.get("token_types"):
+        x = x + P["embedding.tokentype_embeddings.weight"][extra["token_types"]]
     for layer in range(c["num_layers"]):
         p = "decoder.layers.%d." % layer
         ln1 = norm(c, x, P[p + "input_layernorm.weight"], get(p + "input_layernorm.bias"))
         qkv = linear(ln1, P[p + "self_attention.linear_qkv.weight"],
                      get(p + "self_attention.linear_qkv.bias"))
-        attn = attention(c, qkv, B, T)
+        attn = attention(c, qkv, B, T, extra.get("key_lengths"))
         mid = x + linear(attn, P[p + "self_attention.linear_proj.weight"],
                          get(p + "self_attention.linear_proj.bias"))
         ln2 = norm(c, mid, P[p + "pre_mlp_layernorm.weight"], get(p + "pre_mlp_layernorm.bias"))
@@ -204,18 +243,37 @@ def reference_loss(c, P, tokens, labels, positions, mask, B, T):
                          get(p + "mlp.linear_fc2.bias"))
     final = norm(c, x, P["decoder.final_layernorm.weight"], get("decoder.final_layernorm.bias"))
     out = P["embedding.word_embeddings.weight" if c["tie_embeddings"] else "output_layer.weight"]
-    logits = final @ out.t()  # [B*T, padded_vocab]
+    features = final
+    if c.get("lm_head_transform"):
+        dense = linear(final, P["lm_head.dense.weight"], P["lm_head.dense.bias"])
+        gelu = 0.5 * dense * (1.0 + torch.erf(dense / math.sqrt(2.0)))
+        features = layer_norm(gelu, P["lm_head.layer_norm.weight"], P["lm_head.layer_norm.bias"],
+                              float(c["norm_eps"]))
+    logits = features @ out.t()  # [B*T, padded_vocab]
+    if c.get("output_bias"):
+        logits = logits + P["output_layer.bias"]
     per_token = torch.logsumexp(logits, dim=-1) - logits.gather(1, labels[:, None])[:, 0]
-    return (mask * per_token).sum() / torch.clamp(mask.sum(), min=1.0)
+    loss = (mask * per_token).sum() / torch.clamp(mask.sum(), min=1.0)
+    if c.get("binary_head"):
+        first = final.view(B, T, -1)[:, 0, :]
+        pooled = torch.tanh(linear(first, P["pooler.dense.weight"], P["pooler.dense.bias"]))
+        scores = linear(pooled, P["binary_head.weight"], P["binary_head.bias"])  # [B, 2]
+        target = extra["sentence_order"]
+        keep = target >= 0
+        per_seq = torch.logsumexp(scores, dim=-1) - scores.gather(
+            1, torch.clamp(target, min=0)[:, None])[:, 0]
+        loss = loss + (per_seq * keep).sum() / max(int(keep.sum()), 1)
+    return loss
 
 
-def reference(c, values, tokens, labels, positions, mask, B, T):
+def reference(c, values, tokens, labels, positions, mask, B, T, extra=None):
     """(loss, {name: grad}) in float64 from numpy inputs."""
     P = {n: torch.tensor(v, dtype=DTYPE, requires_grad=True) for n, v in values.items()}
+    extra = {k: torch.from_numpy(v.astype(np.int64)) for k, v in (extra or {}).items()}
     loss = reference_loss(c, P, torch.from_numpy(tokens.astype(np.int64)),
                           torch.from_numpy(labels.astype(np.int64)),
                           torch.from_numpy(positions.astype(np.int64)),
-                          torch.tensor(mask, dtype=DTYPE), B, T)
+                          torch.tensor(mask, dtype=DTYPE), B, T, extra)
     loss.backward()
     return loss.item(), {n: t.grad.numpy() for n, t in P.items()}
 
@@ -261,6 +319,18 @@ def load_dump(directory):
     labels = read_raw(directory, inputs["labels"], "<i4", n, "labels")
     positions = read_raw(directory, inputs["positions"], "<i4", n, "positions")
     mask = read_raw(directory, inputs["loss_mask"], "<f4", n, "loss_mask").astype(np.float64)
+    extra = {}
+    for k, count, limit in (("token_types", n, max(c["token_types"], 1)), ("key_lengths", B, T + 1),
+                            ("sentence_order", B, 2)):
+        if k in inputs:
+            extra[k] = read_raw(directory, inputs[k], "<i4", count, k)
+            low = 1 if k == "key_lengths" else (-1 if k == "sentence_order" else 0)
+            if extra[k].min() < low or extra[k].max() >= limit:
+                raise BadInput("%s out of range [%d, %d)" % (k, low, limit))
+    if c["token_types"] and "token_types" not in extra:
+        raise BadInput("config.token_types needs inputs.token_types")
+    if c["binary_head"] and "sentence_order" not in extra:
+        raise BadInput("config.binary_head needs inputs.sentence_order")
     for what, ids, limit in (("tokens", tokens, c["padded_vocab"]),
                              ("labels", labels, c["padded_vocab"]),
                              ("positions", positions, c["max_positions"])):
@@ -291,7 +361,7 @@ def load_dump(directory):
         order.append(name)
     return {"config": c, "B": B, "T": T, "loss": float(m["loss"]), "values": values,
             "grads": grads, "order": order, "tokens": tokens, "labels": labels,
-            "positions": positions, "mask": mask}
+            "positions": positions, "mask": mask, "extra": extra}
 
 
 def compare(engine, ref, rtol, atol):
@@ -314,7 +384,7 @@ def check(directory, rtol, atol, write_reference=False, out=sys.stdout):
         return 2
     c = d["config"]
     ref_loss, ref_grads = reference(c, d["values"], d["tokens"], d["labels"], d["positions"],
-                                    d["mask"], d["B"], d["T"])
+                                    d["mask"], d["B"], d["T"], d["extra"])
     rows = []
     ok, err, scale = compare([d["loss"]], [ref_loss], rtol, atol)
     rows.append(("loss", "[]", err, scale, ok))
@@ -366,8 +436,15 @@ def write_random_dump(directory, c, B, seed):
     labels = rng.integers(0, c["vocab"], B * T).astype(np.int32)
     positions = np.tile(np.arange(T, dtype=np.int32), B)
     mask = (rng.random(B * T) < 0.8).astype(np.float32)
+    extra = {}
+    if c.get("token_types"):
+        extra["token_types"] = rng.integers(0, c["token_types"], B * T).astype(np.int32)
+    if not c.get("causal", True):
+        extra["key_lengths"] = rng.integers(1, T + 1, B).astype(np.int32)
+    if c.get("binary_head"):
+        extra["sentence_order"] = rng.integers(0, 2, B).astype(np.int32)
     loss, grads = reference(c, {n: v.astype(np.float64) for n, v in values.items()}, tokens,
-                            labels, positions, mask.astype(np.float64), B, T)
+                            labels, positions, mask.astype(np.float64), B, T, extra)
     params = []
     for i, (name, shape) in enumerate(expected_parameters(c)):
         values[name].astype("<f4").tofile(os.path.join(directory, "p%03d.f32" % i))
@@ -377,10 +454,13 @@ def write_random_dump(directory, c, B, seed):
     for file, array in (("tokens.i32", tokens), ("labels.i32", labels),
                         ("positions.i32", positions), ("loss_mask.f32", mask)):
         array.tofile(os.path.join(directory, file))
+    inputs = {"tokens": "tokens.i32", "labels": "labels.i32", "positions": "positions.i32",
+              "loss_mask": "loss_mask.f32"}
+    for k, array in extra.items():
+        array.tofile(os.path.join(directory, k + ".i32"))
+        inputs[k] = k + ".i32"
     manifest = {"config": c, "batch": B, "seq": T, "loss": float(np.float32(loss)),
-                "parameters": params,
-                "inputs": {"tokens": "tokens.i32", "labels": "labels.i32",
-                           "positions": "positions.i32", "loss_mask": "loss_mask.f32"}}
+                "parameters": params, "inputs": inputs}
     with open(os.path.join(directory, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     return manifest
@@ -438,6 +518,9 @@ def self_test():
         ("rmsnorm+gelu_tanh+partial-rotary+MQA+qkv-bias-only",
          dict(base, heads=4, groups=1, position="rotary", rotary_dim=4, rotary_base=500.0,
               norm="rmsnorm", activation="gelu_tanh", linear_bias=False, qkv_bias=True)),
+        ("bert: bidirectional+padding+token-types+lm-head+binary-head",
+         dict(base, causal=False, token_types=2, lm_head_transform=True, output_bias=True,
+              binary_head=True)),
     ]
     failures = 0
 

@@ -7,12 +7,12 @@
 #include <random>
 #include <vector>
 
-#include "model/gpt_model.hpp"
+#include "model/language_model.hpp"
 #include "tensor/host_io.hpp"
 
 namespace megatron::test_support {
 
-inline model::GptConfig tiny_gpt_config() {
+inline model::ModelConfig tiny_gpt_config() {
   return {.num_layers = 2,
           .hidden = 8,
           .heads = 2,
@@ -29,8 +29,8 @@ inline model::GptConfig tiny_gpt_config() {
 }
 
 // Llama-shaped: rotary, RMSNorm, SwiGLU, GQA (4 heads, 2 groups), untied, no biases.
-inline model::GptConfig tiny_llama_config() {
-  model::GptConfig c = tiny_gpt_config();
+inline model::ModelConfig tiny_llama_config() {
+  model::ModelConfig c = tiny_gpt_config();
   c.heads = 4;
   c.groups = 2;
   c.head_dim = 4;
@@ -44,9 +44,24 @@ inline model::GptConfig tiny_llama_config() {
   return c;
 }
 
+// BERT-shaped: bidirectional attention over a padding mask, token types, the LM head's
+// transform and bias, the pooler and binary head.
+inline model::ModelConfig tiny_bert_config() {
+  model::ModelConfig c = tiny_gpt_config();
+  c.arch = recipe::Arch::Bert;
+  c.causal = false;
+  c.token_types = 2;
+  c.lm_head_transform = true;
+  c.output_bias = true;
+  c.binary_head = true;
+  return c;
+}
+
 // batch x seq random tokens below vocab; labels the next random tokens; a mask with one zero.
-inline model::GptBatch tiny_batch(tensor::Backend& backend, const model::GptConfig& c,
-                                  int64_t batch, uint32_t seed = 7) {
+// For BERT-shaped configs also token types, key lengths (the second sequence padded) and
+// sentence-order targets (alternating).
+inline model::Batch tiny_batch(tensor::Backend& backend, const model::ModelConfig& c,
+                               int64_t batch, uint32_t seed = 7) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(c.vocab - 1));
   const int64_t n = batch * c.seq_length;
@@ -58,12 +73,24 @@ inline model::GptBatch tiny_batch(tensor::Backend& backend, const model::GptConf
     positions[i] = int32_t(i % c.seq_length);
   }
   mask[1] = 0.0f;
-  return {.batch = batch,
-          .seq = c.seq_length,
-          .tokens = tensor::from_ints(backend, tokens, {n}),
-          .labels = tensor::from_ints(backend, labels, {n}),
-          .loss_mask = tensor::from_floats(backend, mask, {n}),
-          .positions = tensor::from_ints(backend, positions, {n})};
+  model::Batch out{.batch = batch,
+                   .seq = c.seq_length,
+                   .tokens = tensor::from_ints(backend, tokens, {n}),
+                   .labels = tensor::from_ints(backend, labels, {n}),
+                   .loss_mask = tensor::from_floats(backend, mask, {n}),
+                   .positions = tensor::from_ints(backend, positions, {n})};
+  if (c.token_types > 0) {
+    std::vector<int32_t> types(n);
+    for (int64_t i = 0; i < n; ++i) types[i] = (i % c.seq_length) * 2 >= c.seq_length ? 1 : 0;
+    out.token_types = tensor::from_ints(backend, types, {n});
+  }
+  if (!c.causal) {
+    for (int64_t b = 0; b < batch; ++b) out.key_lengths.push_back(b == 1 ? c.seq_length - 2 : c.seq_length);
+  }
+  if (c.binary_head) {
+    for (int64_t b = 0; b < batch; ++b) out.sentence_order.push_back(int32_t(b % 2));
+  }
+  return out;
 }
 
 }  // namespace megatron::test_support

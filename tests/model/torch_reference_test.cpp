@@ -3,11 +3,12 @@
 // float64, differentiates it with autograd and compares.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/gpt_model.hpp"
+#include "model/language_model.hpp"
 #include "model/tiny_gpt.hpp"
 #include "support/temp_dir.hpp"
 #include "tensor/cpu_backend.hpp"
@@ -38,15 +39,17 @@ std::string name_of(recipe::Activation a) {
 }
 
 // Runs one forward and backward and writes everything the reference needs to `dir`.
-void dump(const GptConfig& c, int64_t batch_size, const std::filesystem::path& dir) {
+void dump(const ModelConfig& c, int64_t batch_size, const std::filesystem::path& dir) {
   tensor::CpuBackend b(2);
-  GptModel m(b, c);
+  LanguageModel m(b, c);
   m.initialise(1234);
-  const GptBatch batch = test_support::tiny_batch(b, c, batch_size, 99);
+  const Batch batch = test_support::tiny_batch(b, c, batch_size, 99);
   const Pass pass{.backend = b, .training = true, .seed = 1, .iteration = 1};
-  GptActivations saved;
-  const LossSum sum = m.forward(pass, batch, &saved);
-  m.backward(pass, batch, saved, float(1.0 / sum.tokens));
+  Activations saved;
+  const Losses sum = m.forward(pass, batch, &saved);
+  m.backward(pass, batch, saved,
+             {.token = float(1.0 / sum.tokens),
+              .sentence = float(1.0 / std::max(sum.sentences, 1.0))});
 
   nlohmann::json params = nlohmann::json::array();
   int index = 0;
@@ -63,6 +66,21 @@ void dump(const GptConfig& c, int64_t batch_size, const std::filesystem::path& d
   write_raw(dir / "labels.i32", tensor::to_ints(b, batch.labels));
   write_raw(dir / "positions.i32", tensor::to_ints(b, batch.positions));
   write_raw(dir / "loss_mask.f32", tensor::to_floats(b, batch.loss_mask));
+  nlohmann::json inputs{{"tokens", "tokens.i32"}, {"labels", "labels.i32"},
+                        {"positions", "positions.i32"}, {"loss_mask", "loss_mask.f32"}};
+  if (batch.token_types.defined()) {
+    write_raw(dir / "token_types.i32", tensor::to_ints(b, batch.token_types));
+    inputs["token_types"] = "token_types.i32";
+  }
+  if (!batch.key_lengths.empty()) {
+    write_raw(dir / "key_lengths.i32",
+              std::vector<int32_t>(batch.key_lengths.begin(), batch.key_lengths.end()));
+    inputs["key_lengths"] = "key_lengths.i32";
+  }
+  if (!batch.sentence_order.empty()) {
+    write_raw(dir / "sentence_order.i32", batch.sentence_order);
+    inputs["sentence_order"] = "sentence_order.i32";
+  }
   const nlohmann::json manifest{
       {"config",
        {{"num_layers", c.num_layers}, {"hidden", c.hidden}, {"heads", c.heads},
@@ -73,14 +91,14 @@ void dump(const GptConfig& c, int64_t batch_size, const std::filesystem::path& d
         {"rotary_base", c.rotary_base}, {"rotary_dim", c.rotary_dim()},
         {"norm", name_of(c.norm)}, {"norm_eps", c.norm_eps},
         {"activation", name_of(c.activation)}, {"tie_embeddings", c.tie_embeddings},
-        {"linear_bias", c.linear_bias}, {"qkv_bias", c.qkv_bias}}},
+        {"linear_bias", c.linear_bias}, {"qkv_bias", c.qkv_bias}, {"causal", c.causal},
+        {"token_types", c.token_types}, {"lm_head_transform", c.lm_head_transform},
+        {"output_bias", c.output_bias}, {"binary_head", c.binary_head}}},
       {"batch", batch_size},
       {"seq", c.seq_length},
-      {"loss", sum.loss / sum.tokens},
+      {"loss", sum.lm / sum.tokens + (sum.sentences > 0 ? sum.sop / sum.sentences : 0.0)},
       {"parameters", params},
-      {"inputs",
-       {{"tokens", "tokens.i32"}, {"labels", "labels.i32"}, {"positions", "positions.i32"},
-        {"loss_mask", "loss_mask.f32"}}}};
+      {"inputs", inputs}};
   std::ofstream(dir / "manifest.json") << manifest.dump(1);
 }
 
@@ -88,7 +106,7 @@ void dump(const GptConfig& c, int64_t batch_size, const std::filesystem::path& d
 // with depth and with sums over up to a few hundred terms, so 1e-4 of each tensor's largest
 // gradient is ample for correct code yet far below any real mistake (a wrong scale, sign,
 // transpose or mask changes gradients at order 1).
-void expect_matches_torch(const GptConfig& c) {
+void expect_matches_torch(const ModelConfig& c) {
   if (!torch_available()) GTEST_SKIP() << "PyTorch is not installed for " << kPython;
   test_support::TempDir dir;
   dump(c, 3, dir.path());
@@ -102,8 +120,8 @@ void expect_matches_torch(const GptConfig& c) {
   EXPECT_EQ(status, 0) << text;
 }
 
-GptConfig reference_gpt() {
-  GptConfig c = test_support::tiny_gpt_config();
+ModelConfig reference_gpt() {
+  ModelConfig c = test_support::tiny_gpt_config();
   c.num_layers = 3;
   c.hidden = 32;
   c.heads = 4;
@@ -123,7 +141,7 @@ TEST(GptAgainstPyTorch, GptShapedModelLossAndEveryGradientAgree) {
 }
 
 TEST(GptAgainstPyTorch, LlamaShapedModelLossAndEveryGradientAgree) {
-  GptConfig c = reference_gpt();
+  ModelConfig c = reference_gpt();
   c.groups = 2;
   c.position = recipe::PositionEmbedding::Rotary;
   c.norm = recipe::Norm::RmsNorm;
@@ -135,12 +153,33 @@ TEST(GptAgainstPyTorch, LlamaShapedModelLossAndEveryGradientAgree) {
 }
 
 TEST(GptAgainstPyTorch, GeluTanhWithQkvBiasOnlyAgrees) {
-  GptConfig c = reference_gpt();
+  ModelConfig c = reference_gpt();
   c.activation = recipe::Activation::GeluTanh;
   c.linear_bias = false;
   c.qkv_bias = true;
   c.rotary_percent = 0.5;
   c.position = recipe::PositionEmbedding::Rotary;
+  expect_matches_torch(c);
+}
+
+TEST(BertAgainstPyTorch, BertShapedModelBothLossesAndEveryGradientAgree) {
+  ModelConfig c = reference_gpt();
+  c.arch = recipe::Arch::Bert;
+  c.causal = false;
+  c.token_types = 2;
+  c.lm_head_transform = true;
+  c.output_bias = true;
+  c.binary_head = true;
+  c.norm_eps = 1e-12;
+  expect_matches_torch(c);
+}
+
+TEST(BertAgainstPyTorch, BertWithoutBinaryHeadAgrees) {
+  ModelConfig c = reference_gpt();
+  c.arch = recipe::Arch::Bert;
+  c.causal = false;
+  c.lm_head_transform = true;
+  c.output_bias = true;
   expect_matches_torch(c);
 }
 

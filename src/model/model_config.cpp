@@ -1,4 +1,4 @@
-#include "model/gpt_config.hpp"
+#include "model/model_config.hpp"
 
 namespace megatron::model {
 
@@ -11,15 +11,17 @@ tensor::DType model_dtype(recipe::DType dtype) {
   return tensor::DType::F32;
 }
 
-int64_t GptConfig::rotary_dim() const {
+int64_t ModelConfig::rotary_dim() const {
   // Megatron rounds the rotary share of the head down to an even number of channels.
   const auto dim = static_cast<int64_t>(double(head_dim) * rotary_percent);
   return dim - dim % 2;
 }
 
-GptConfig gpt_config(const recipe::Recipe& recipe, const recipe::Derived& derived) {
+ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived) {
   const recipe::ModelSection& m = recipe.model;
+  const bool bert = m.arch == recipe::Arch::Bert;
   return {
+      .arch = m.arch,
       .num_layers = m.num_layers,
       .hidden = m.hidden_size,
       .heads = m.num_attention_heads,
@@ -47,6 +49,12 @@ GptConfig gpt_config(const recipe::Recipe& recipe, const recipe::Derived& derive
       .recompute_layers = recipe.training.recompute == recipe::Recompute::Full
                               ? derived.recompute_num_layers
                               : 0,
+      .causal = !bert,
+      // Megatron's BertModel has token types (sentence A/B) only with the binary head.
+      .token_types = bert && m.bert_binary_head ? 2 : 0,
+      .lm_head_transform = bert,
+      .output_bias = bert,
+      .binary_head = bert && m.bert_binary_head,
   };
 }
 

@@ -1,5 +1,5 @@
-// The shape and behaviour of a GPT model, taken from a compiled recipe: what the layers need
-// and nothing about how training runs.
+// The shape and behaviour of a model of any family (GPT, Llama-style, BERT), taken from a
+// compiled recipe: what the layers and heads need and nothing about how training runs.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@
 
 namespace megatron::model {
 
-struct GptConfig {
+struct ModelConfig {
+  recipe::Arch arch = recipe::Arch::Gpt;
   int64_t num_layers = 0;
   int64_t hidden = 0;
   int64_t heads = 0;
@@ -36,11 +37,18 @@ struct GptConfig {
   tensor::DType dtype = tensor::DType::F32;
   recipe::Recompute recompute = recipe::Recompute::None;
   int64_t recompute_layers = 0;  // full recompute: the first N blocks
+  // What the family changes; set from `arch` by model_config, spelled out so that the layers
+  // read what they do rather than which family they are in.
+  bool causal = true;          // attention mask: causal (GPT) or bidirectional with padding (BERT)
+  int64_t token_types = 0;     // rows of the token-type (segment) embedding; 0: none
+  bool lm_head_transform = false;  // dense, GeLU, LayerNorm before the output layer (BERT)
+  bool output_bias = false;        // a vocab-parallel bias on the logits (BERT)
+  bool binary_head = false;        // pooler (dense + tanh on token 0) and a 2-way classifier
 
   int64_t rotary_dim() const;
 };
 
-GptConfig gpt_config(const recipe::Recipe& recipe, const recipe::Derived& derived);
+ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived);
 tensor::DType model_dtype(recipe::DType dtype);
 
 }  // namespace megatron::model

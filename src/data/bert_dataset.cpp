@@ -1,0 +1,170 @@
+#include "data/bert_dataset.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "data/dataset_index_cache.hpp"
+#include "data/gpt_index_cache.hpp"
+
+namespace megatron::data {
+namespace fs = std::filesystem;
+namespace {
+
+// Raise when the sample index's algorithm changes, so older cache files are rebuilt.
+constexpr int kBertIndexAlgorithm = 1;
+
+std::string description(const IndexedDataset& data, Split split, DocumentRange documents,
+                        const BertSampleIndexParams& p) {
+  return fmt::format(
+      "megatron BERT sample index\nalgorithm: {}\ncache format: {}\n{}split: {}\n"
+      "documents: [{}, {})\nsamples: {}\ntarget length: {}\nshort_seq_prob: {}\nseed: {}\n"
+      "min sentences: {}\n",
+      kBertIndexAlgorithm, kIndexCacheVersion, dataset_identity(data), split_name(split),
+      documents.begin, documents.end, p.max_samples, p.target_length, p.short_seq_prob, p.seed,
+      p.min_sentences);
+}
+
+}  // namespace
+
+BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split,
+                         DocumentRange documents, std::optional<int64_t> num_samples,
+                         BertDatasetConfig config)
+    : data_(std::move(data)), config_(std::move(config)) {
+  const std::string& prefix = data_->prefix();
+  if (documents.begin < 0 || documents.begin > documents.end ||
+      documents.end > data_->documents())
+    throw UserError(fmt::format("dataset '{}': {} documents [{}, {}) are outside its {} documents",
+                                prefix, split_name(split), documents.begin, documents.end,
+                                data_->documents()));
+  if (config_.seq_length < 5 || config_.seq_length > (int64_t{1} << 30))
+    throw UserError(fmt::format("dataset '{}': sequence length {} cannot hold [CLS], two "
+                                "segments and two [SEP]; use at least 5",
+                                prefix, config_.seq_length));
+  const BertSampleIndexParams params{.max_samples = num_samples.value_or(0),
+                                     .target_length = int32_t(config_.seq_length - 3),
+                                     .short_seq_prob = config_.short_seq_prob,
+                                     .seed = config_.seed,
+                                     .min_sentences = config_.binary_head ? 2 : 1};
+  const std::string text = description(*data_, split, documents, params);
+  const fs::path dir = config_.cache_dir.empty() ? default_index_cache_dir(prefix) : config_.cache_dir;
+  cache_path_ = dir / fmt::format("{}-{}-{}.bertidx", fs::path(prefix).filename().string(),
+                                  split_name(split), description_hash(text));
+  auto cached = load_index_cache(cache_path_, text, 1);
+  if (!cached) {
+    ensure_writable_cache_dir(dir);
+    const CacheBuildLock lock(cache_path_.string() + ".lock");
+    std::string why;
+    cached = load_index_cache(cache_path_, text, 1, &why);
+    if (!cached) {
+      if (fs::exists(cache_path_)) {
+        spdlog::warn("rebuilding dataset index cache '{}': {}", cache_path_.string(), why);
+      }
+      const auto bounds = data_->document_indices();
+      std::vector<int64_t> split_bounds;
+      for (int64_t d = documents.begin; d <= documents.end; ++d) split_bounds.push_back(bounds[size_t(d)]);
+      BertSampleIndex index;
+      try {
+        index = build_bert_sample_index(split_bounds, data_->sequence_lengths(), params);
+      } catch (const UserError& e) {
+        throw UserError(fmt::format(
+            "dataset '{}': the {} split: {}; BERT data needs documents of several sentences: "
+            "make it with `megatron preprocess --split-sentences`",
+            prefix, split_name(split), e.what()));
+      }
+      const std::array<std::span<const int64_t>, 1> arrays{index.entries};
+      write_index_cache(cache_path_, text, arrays);
+      spdlog::info("built {} BERT sample index for '{}': {} samples -> {}", split_name(split),
+                   prefix, index.samples(), cache_path_.string());
+      built_ = true;
+      cached = load_index_cache(cache_path_, text, 1, &why);
+      if (!cached) throw RuntimeFailure("cannot read back " + cache_path_.string() + ": " + why);
+    }
+  }
+  index_ = cached->arrays[0];
+  storage_ = cached->mapping;
+  if (index_.size() % 3 != 0) {
+    throw RuntimeFailure(fmt::format("index cache '{}' is damaged; delete it to rebuild",
+                                     cache_path_.string()));
+  }
+  samples_ = int64_t(index_.size() / 3);
+}
+
+std::array<int64_t, 3> BertDataset::index_entry(int64_t i) const {
+  if (i < 0 || i >= samples_) throw std::out_of_range(fmt::format("BERT sample {} of {}", i, samples_));
+  return {index_[size_t(3 * i)], index_[size_t(3 * i + 1)], index_[size_t(3 * i + 2)]};
+}
+
+Sample BertDataset::sample(int64_t i) const {
+  const auto [first, end, target] = index_entry(i);
+  if (first < 0 || first >= end || end > data_->sequences() || target < 2 ||
+      target > config_.seq_length - 3) {
+    throw RuntimeFailure(fmt::format("dataset '{}': sample {}: out of range in the index cache "
+                                     "'{}'; delete the file to rebuild it",
+                                     data_->prefix(), i, cache_path_.string()));
+  }
+  std::vector<std::vector<int32_t>> sentences;
+  for (int64_t s = first; s < end; ++s) sentences.push_back(data_->tokens(s));
+  NumpyRandomState random(uint32_t((uint64_t(uint32_t(config_.seed)) + uint64_t(i)) & 0xffffffffull));
+
+  // Segments A and B split at a pivot; with the binary head swapped with p 0.5.
+  size_t pivot = sentences.size();
+  bool swapped = false;
+  if (config_.binary_head) {
+    pivot = 1;
+    if (sentences.size() >= 3) pivot = size_t(random.randint(1, int64_t(sentences.size())));
+    swapped = random.random() < 0.5;
+  }
+  std::vector<int32_t> a, b;
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    auto& to = s < pivot ? a : b;
+    to.insert(to.end(), sentences[s].begin(), sentences[s].end());
+  }
+  if (swapped) std::swap(a, b);
+  // Trim the longer segment (B on ties) a token at a time, from the front or the back.
+  while (int64_t(a.size() + b.size()) > target) {
+    auto& longer = a.size() > b.size() ? a : b;
+    if (random.random() < 0.5) {
+      longer.erase(longer.begin());
+    } else {
+      longer.pop_back();
+    }
+  }
+  std::vector<int32_t> tokens{config_.masking.cls};
+  tokens.insert(tokens.end(), a.begin(), a.end());
+  tokens.push_back(config_.masking.sep);
+  std::vector<int32_t> types(tokens.size(), 0);
+  if (!b.empty()) {
+    tokens.insert(tokens.end(), b.begin(), b.end());
+    tokens.push_back(config_.masking.sep);
+    types.resize(tokens.size(), 1);
+  }
+  const std::vector<bool>& continuation = *config_.continuation;
+  const MaskedTokens masked = mask_tokens(
+      tokens, target, config_.masking,
+      [&](int32_t id) { return id >= 0 && size_t(id) < continuation.size() && continuation[size_t(id)]; },
+      random);
+
+  const size_t S = size_t(config_.seq_length);
+  Sample out;
+  out.valid_length = int32_t(masked.tokens.size());
+  out.tokens = masked.tokens;
+  out.tokens.resize(S, config_.pad);
+  out.token_types = types;
+  out.token_types.resize(S, 0);
+  out.labels.assign(S, 0);
+  out.loss_mask.assign(S, 0.0f);
+  for (size_t k = 0; k < masked.positions.size(); ++k) {
+    out.labels[size_t(masked.positions[k])] = masked.labels[k];
+    out.loss_mask[size_t(masked.positions[k])] = 1.0f;
+  }
+  out.position_ids.resize(S);
+  for (size_t t = 0; t < S; ++t) out.position_ids[t] = int32_t(t);
+  out.sentence_order = config_.binary_head ? (swapped ? 1 : 0) : -1;
+  return out;
+}
+
+}  // namespace megatron::data

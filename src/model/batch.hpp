@@ -1,0 +1,31 @@
+// One micro-batch on the device: the one input type of every model family. GPT fills the token
+// fields; BERT adds token types, a padding mask and the sentence-order targets.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace megatron::model {
+
+// Tokens are ordered batch-major (row b * seq + t). The sequence length is the batch's own:
+// models read it from here, not from the recipe.
+struct Batch {
+  int64_t batch = 0;
+  int64_t seq = 0;
+  tensor::Tensor tokens;     // i32 [batch * seq]
+  tensor::Tensor labels;     // i32 [batch * seq], each inside the vocabulary (0 where unmasked)
+  tensor::Tensor loss_mask;  // f32 [batch * seq]
+  tensor::Tensor positions;  // i32 [batch * seq]
+  tensor::Tensor token_types;  // i32 [batch * seq] segment ids; undefined without token types
+  // The padding mask: sequence b attends to its keys 0..key_lengths[b]-1 only. Empty: every key.
+  std::vector<int64_t> key_lengths;
+  // The binary head's target per sequence (BERT: 1 when the segments were swapped, else 0;
+  // -1: none). Empty without a binary head.
+  std::vector<int32_t> sentence_order;
+
+  int64_t rows() const { return batch * seq; }
+};
+
+}  // namespace megatron::model

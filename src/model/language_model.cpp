@@ -1,0 +1,128 @@
+#include "model/language_model.hpp"
+
+namespace megatron::model {
+
+using tensor::Tensor;
+
+LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config,
+                             ModelPlacement placement)
+    : config_(config),
+      placement_(std::move(placement)),
+      tp_(placement_.tp),
+      params_(backend, config.dtype, placement_.tp) {
+  if (placement_.chunks.empty()) {
+    placement_.chunks.emplace_back();
+    for (int64_t layer = 0; layer < config_.num_layers; ++layer) placement_.chunks[0].push_back(layer);
+  }
+  const bool tied_copy = !placement_.first_stage && placement_.last_stage && config_.tie_embeddings;
+  if (placement_.first_stage || tied_copy) {
+    // The last stage's copy of a tied embedding has the same name, so the same initial values.
+    word_embeddings_ = &params_.add("embedding.word_embeddings.weight",
+                                    {config_.padded_vocab, config_.hidden}, Init::Normal,
+                                    TpSplit::Rows, true);
+    word_embeddings_->shared_copy = tied_copy;
+  }
+  if (placement_.first_stage) {
+    embedding_ = std::make_unique<Embedding>(params_, config_, *word_embeddings_);
+  }
+  int64_t blocks_so_far = 0;
+  for (const auto& layers : placement_.chunks) {
+    chunk_first_block_.push_back(blocks_so_far);
+    blocks_so_far += int64_t(layers.size());
+    blocks_.emplace_back();
+    block_first_param_.emplace_back();
+    for (int64_t layer : layers) {
+      block_first_param_.back().push_back(params_.all().size());
+      blocks_.back().push_back(std::make_unique<TransformerBlock>(params_, config_, layer));
+    }
+  }
+  head_first_param_ = params_.all().size();
+  if (placement_.last_stage) {
+    final_norm_ = std::make_unique<Norm>(params_, "decoder.final_layernorm", config_.hidden,
+                                         config_.norm, config_.norm_eps);
+    if (!config_.tie_embeddings) {
+      output_ = &params_.add("output_layer.weight", {config_.padded_vocab, config_.hidden},
+                             Init::Normal, TpSplit::Rows, true);
+    }
+    lm_head_ = std::make_unique<LmHead>(params_, config_, output_ ? *output_ : *word_embeddings_);
+    if (config_.binary_head) binary_head_ = std::make_unique<BinaryHead>(params_, config_);
+  }
+}
+
+Keep LanguageModel::keep_for(int64_t position) const {
+  switch (config_.recompute) {
+    case recipe::Recompute::None: return Keep::Everything;
+    case recipe::Recompute::Selective: return Keep::AllButCore;
+    case recipe::Recompute::Full:
+      return position < config_.recompute_layers ? Keep::InputOnly : Keep::Everything;
+  }
+  return Keep::Everything;
+}
+
+int64_t LanguageModel::hidden_rows(const Batch& batch) const {
+  return tp_.local_rows(batch.rows());
+}
+
+Tensor LanguageModel::forward_chunk(const Pass& pass, int64_t chunk, const Batch& batch, Tensor x,
+                                    Activations* saved, Losses* losses,
+                                    HeadOutputs* outputs) const {
+  const bool keep = saved != nullptr;
+  if (starts_model(chunk)) x = embedding_->forward(pass, batch);
+  const auto& blocks = blocks_[size_t(chunk)];
+  if (keep) saved->blocks.assign(blocks.size(), {});
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    BlockActivations scratch;
+    BlockActivations& slot = keep ? saved->blocks[i] : scratch;
+    x = blocks[i]->forward(pass, x, batch, slot,
+                           keep ? keep_for(chunk_first_block_[size_t(chunk)] + int64_t(i))
+                                : Keep::Nothing);
+  }
+  if (!ends_model(chunk)) return x;
+  Norm::Saved norm;
+  Tensor y = final_norm_->forward(pass.backend, x, norm);
+  lm_head_->forward(pass, batch, y, keep ? &saved->lm : nullptr, *losses, outputs);
+  if (binary_head_) {
+    binary_head_->forward(pass, batch, y, keep ? &saved->binary : nullptr, *losses, outputs);
+  }
+  if (keep) {
+    saved->final_input = std::move(x);
+    saved->final_norm = std::move(norm);
+  }
+  return {};
+}
+
+Tensor LanguageModel::backward_chunk(const Pass& pass, int64_t chunk, const Batch& batch, Tensor dy,
+                                     Activations& saved, LossGrads grads) const {
+  Tensor dx = std::move(dy);
+  if (ends_model(chunk)) {
+    Tensor dy_final = lm_head_->backward(pass, batch, saved.lm, grads.token);
+    if (binary_head_) binary_head_->backward(pass, batch, saved.binary, grads.sentence, dy_final);
+    dx = final_norm_->backward(pass.backend, dy_final, saved.final_input, saved.final_norm);
+    saved.final_input = {};
+    pass.grads_ready(head_first_param_);
+  }
+  const auto& blocks = blocks_[size_t(chunk)];
+  for (size_t i = blocks.size(); i-- > 0;) {
+    dx = blocks[i]->backward(pass, dx, batch, saved.blocks[i]);
+    pass.grads_ready(block_first_param_[size_t(chunk)][i]);
+  }
+  saved = {};
+  if (!starts_model(chunk)) return dx;
+  embedding_->backward(pass, batch, std::move(dx));
+  pass.grads_ready(0);
+  return {};
+}
+
+Losses LanguageModel::forward(const Pass& pass, const Batch& batch, Activations* saved,
+                              HeadOutputs* outputs) const {
+  Losses losses;
+  forward_chunk(pass, 0, batch, {}, saved, &losses, outputs);
+  return losses;
+}
+
+void LanguageModel::backward(const Pass& pass, const Batch& batch, Activations& saved,
+                             LossGrads grads) const {
+  backward_chunk(pass, 0, batch, {}, saved, grads);
+}
+
+}  // namespace megatron::model

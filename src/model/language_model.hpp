@@ -1,0 +1,93 @@
+// Every model family the engine trains, as one implementation assembled from the config: the
+// embedding, pre-norm transformer blocks (causal or bidirectional with a padding mask), a final
+// norm, the LM head and, for BERT, the binary head. One LanguageModel is one rank's part of the
+// model: its tensor-parallel shard of its pipeline chunks.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/batch.hpp"
+#include "model/binary_head.hpp"
+#include "model/embedding.hpp"
+#include "model/lm_head.hpp"
+#include "model/losses.hpp"
+#include "model/model_config.hpp"
+#include "model/norm.hpp"
+#include "model/parameter.hpp"
+#include "model/pass.hpp"
+#include "model/transformer_block.hpp"
+
+namespace megatron::model {
+
+// What one chunk keeps for its backward.
+struct Activations {
+  std::vector<BlockActivations> blocks;
+  tensor::Tensor final_input;
+  Norm::Saved final_norm;
+  LmHeadSaved lm;
+  BinaryHeadSaved binary;
+};
+
+// Which part of the model this rank holds.
+struct ModelPlacement {
+  parallel::TensorParallel tp;
+  // Global layer indices of each model chunk this rank holds, in model order. Empty: one chunk
+  // with every layer.
+  std::vector<std::vector<int64_t>> chunks;
+  bool first_stage = true;  // chunk 0 starts the model: embeddings
+  bool last_stage = true;   // the last chunk ends it: final norm and heads
+};
+
+class LanguageModel {
+ public:
+  LanguageModel(tensor::Backend& backend, const ModelConfig& config, ModelPlacement placement = {});
+  const ModelConfig& config() const { return config_; }
+  ParameterSet& parameters() { return params_; }
+  const ParameterSet& parameters() const { return params_; }
+  void initialise(uint64_t seed) { params_.initialise(seed, config_.init_std, config_.num_layers); }
+  int64_t chunks() const { return int64_t(blocks_.size()); }
+  bool starts_model(int64_t chunk) const { return placement_.first_stage && chunk == 0; }
+  bool ends_model(int64_t chunk) const { return placement_.last_stage && chunk == chunks() - 1; }
+  // Rows of the hidden states passed between chunks: [rows, hidden] of the model's dtype.
+  int64_t hidden_rows(const Batch& batch) const;
+
+  // One chunk. The model's first chunk embeds the batch (x unused); the others continue from x.
+  // Returns the chunk's output, except for the model's last chunk, which returns an empty
+  // tensor, adds the loss sums to `losses` and fills `outputs` as asked (may be null). With a
+  // null `saved` nothing is kept (evaluation).
+  tensor::Tensor forward_chunk(const Pass& pass, int64_t chunk, const Batch& batch,
+                               tensor::Tensor x, Activations* saved, Losses* losses,
+                               HeadOutputs* outputs = nullptr) const;
+  // Consumes `saved`. dy is the gradient of the chunk's output (unused by the model's last
+  // chunk, which starts from the objective `grads` weighs). Returns dx, empty for the model's
+  // first chunk.
+  tensor::Tensor backward_chunk(const Pass& pass, int64_t chunk, const Batch& batch,
+                                tensor::Tensor dy, Activations& saved, LossGrads grads) const;
+
+  // The whole model on one pipeline stage (a single chunk).
+  Losses forward(const Pass& pass, const Batch& batch, Activations* saved,
+                 HeadOutputs* outputs = nullptr) const;
+  void backward(const Pass& pass, const Batch& batch, Activations& saved, LossGrads grads) const;
+
+ private:
+  // `position`: the block's place among this rank's blocks (the recompute count is per stage).
+  Keep keep_for(int64_t position) const;
+
+  ModelConfig config_;
+  ModelPlacement placement_;
+  parallel::TensorParallel tp_;
+  ParameterSet params_;
+  Parameter* word_embeddings_ = nullptr;  // first stage, or the last stage's tied copy
+  std::unique_ptr<Embedding> embedding_;  // first stage
+  std::vector<std::vector<std::unique_ptr<TransformerBlock>>> blocks_;  // per chunk
+  std::vector<std::vector<size_t>> block_first_param_;  // index of each block's first parameter
+  std::vector<int64_t> chunk_first_block_;              // blocks of this rank before each chunk
+  size_t head_first_param_ = 0;
+  std::unique_ptr<Norm> final_norm_;  // last stage
+  Parameter* output_ = nullptr;       // untied output layer
+  std::unique_ptr<LmHead> lm_head_;
+  std::unique_ptr<BinaryHead> binary_head_;
+};
+
+}  // namespace megatron::model

@@ -1,0 +1,148 @@
+#include "model/lm_head.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/host_io.hpp"
+
+namespace megatron::model {
+
+using tensor::DType;
+using tensor::Tensor;
+
+LmHead::LmHead(ParameterSet& params, const ModelConfig& c, Parameter& output)
+    : config_(c), tp_(params.tp()), output_(output) {
+  if (c.lm_head_transform) {
+    // A plain replicated layer on this rank's rows, as Megatron's BertLMHead.
+    dense_ = std::make_unique<Linear>(params, "lm_head.dense", c.hidden, c.hidden, true,
+                                      Init::Normal, TpSplit::None);
+    norm_ = std::make_unique<Norm>(params, "lm_head.layer_norm", c.hidden, recipe::Norm::LayerNorm,
+                                   c.norm_eps);
+  }
+  if (c.output_bias) {
+    bias_ = &params.add("output_layer.bias", {c.padded_vocab}, Init::Zeros, TpSplit::Rows, false);
+  }
+}
+
+void LmHead::combine_vocab_shards(tensor::Backend& b, Tensor& loss, Tensor& lse) const {
+  // Shard r gives lse_r over its columns and loss_r = lse_r - (target logit if it holds the
+  // target, else 0). The whole row's lse is logsumexp_r(lse_r); its target logit the sum over r
+  // of lse_r - loss_r. Both are [tokens] vectors: small next to the logits.
+  const int64_t n = loss.numel();
+  Tensor all_lse = b.empty({tp_.size * n}, DType::F32);
+  tp_.group->all_gather(lse, all_lse);
+  Tensor target = b.empty({n}, DType::F32);
+  std::vector<float> mine_lse = tensor::to_floats(b, lse), mine_loss = tensor::to_floats(b, loss);
+  std::vector<float> target_logit(static_cast<size_t>(n));
+  for (size_t i = 0; i < target_logit.size(); ++i) target_logit[i] = mine_lse[i] - mine_loss[i];
+  tensor::write_floats(b, target, target_logit);
+  tp_.group->all_reduce(target);
+  const std::vector<float> lses = tensor::to_floats(b, all_lse), targets = tensor::to_floats(b, target);
+  std::vector<float> whole_lse(static_cast<size_t>(n)), whole_loss(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float max = lses[size_t(i)];
+    for (int64_t r = 1; r < tp_.size; ++r) max = std::max(max, lses[size_t(r * n + i)]);
+    double sum = 0.0;
+    for (int64_t r = 0; r < tp_.size; ++r) sum += std::exp(double(lses[size_t(r * n + i)] - max));
+    whole_lse[size_t(i)] = max + float(std::log(sum));
+    whole_loss[size_t(i)] = whole_lse[size_t(i)] - targets[size_t(i)];
+  }
+  tensor::write_floats(b, lse, whole_lse);
+  tensor::write_floats(b, loss, whole_loss);
+}
+
+void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHeadSaved* saved,
+                     Losses& losses, HeadOutputs* outputs) const {
+  tensor::Backend& b = pass.backend;
+  const int64_t rows = batch.rows();
+  LmHeadSaved mine;
+  LmHeadSaved& s = saved ? *saved : mine;
+  if (dense_) {
+    s.input = x;
+    s.dense = dense_->forward(b, x);
+    s.act = b.empty(s.dense.shape(), s.dense.dtype());
+    b.gelu_forward(s.dense, s.act, false);
+    s.features = parallel::gather_sequence(b, tp_, norm_->forward(b, s.act, s.norm));
+  } else {
+    s.features = parallel::gather_sequence(b, tp_, x);
+  }
+  s.logits = b.empty({rows, output_.value.dim(0)}, DType::F32);
+  b.gemm(s.features, false, output_.value, true, s.logits);
+  if (bias_) {
+    Tensor bias = b.empty({bias_->value.numel()}, DType::F32);
+    b.copy(bias_->value, bias);
+    b.bias_add(s.logits, bias);
+  }
+  Tensor loss = b.empty({rows}, DType::F32);
+  s.lse = b.empty({rows}, DType::F32);
+  const tensor::VocabShard shard{.first = tp_.shard_begin(config_.padded_vocab),
+                                 .partial = tp_.active()};
+  b.cross_entropy_forward(s.logits, batch.labels, loss, s.lse, shard);
+  if (tp_.active()) combine_vocab_shards(b, loss, s.lse);
+  losses.lm += b.dot(loss, batch.loss_mask);
+  losses.tokens += b.sum(batch.loss_mask);
+  if (outputs && outputs->want_token_losses) outputs->token_losses = loss;
+  if (outputs && outputs->want_logits) {
+    outputs->vocab_first = shard.first;
+    if (saved) {
+      // Backward overwrites the saved logits with their gradient.
+      outputs->logits = b.empty(s.logits.shape(), DType::F32);
+      b.copy(s.logits, outputs->logits);
+    } else {
+      outputs->logits = s.logits;
+    }
+  }
+}
+
+Tensor LmHead::output_backward(tensor::Backend& b, Tensor dlogits, const Tensor& features) const {
+  const int64_t rows = dlogits.dim(0), vocab = dlogits.dim(1);  // this rank's shard
+  if (bias_) b.bias_grad(dlogits, bias_->grad);
+  Tensor dfeatures = b.empty({rows, config_.hidden}, config_.dtype);
+  if (config_.dtype == DType::F32) {
+    b.gemm(dlogits, true, features, false, output_.grad, 1.0f, 1.0f);
+    b.gemm(dlogits, false, output_.value, false, dfeatures);
+    return dfeatures;
+  }
+  // As Megatron, the gradient leaves the f32 loss in the model's dtype; it is narrowed a block
+  // of rows at a time, so no second vocabulary-sized tensor ever exists.
+  const int64_t block_rows = std::clamp<int64_t>((int64_t{1} << 22) / vocab, 1, rows);
+  Tensor narrow = b.empty({block_rows, vocab}, config_.dtype);
+  for (int64_t first = 0; first < rows; first += block_rows) {
+    const int64_t last = std::min(rows, first + block_rows);
+    Tensor block = narrow.slice(0, last - first);
+    b.copy(dlogits.slice(first, last), block);
+    b.gemm(block, true, features.slice(first, last), false, output_.grad, 1.0f, 1.0f);
+    Tensor dx = dfeatures.slice(first, last);
+    b.gemm(block, false, output_.value, false, dx);
+  }
+  return dfeatures;
+}
+
+Tensor LmHead::backward(const Pass& pass, const Batch& batch, LmHeadSaved& s,
+                        float token_grad) const {
+  tensor::Backend& b = pass.backend;
+  Tensor dloss = b.empty({batch.rows()}, DType::F32);
+  b.copy(batch.loss_mask, dloss);
+  b.scale(dloss, token_grad);
+  // The logits' gradient overwrites them in place: no second vocabulary-sized tensor.
+  Tensor dlogits = std::move(s.logits);
+  const tensor::VocabShard shard{.first = tp_.shard_begin(config_.padded_vocab),
+                                 .partial = tp_.active()};
+  b.cross_entropy_backward(dlogits, batch.labels, s.lse, dloss, dlogits, shard);
+  s.lse = {};
+  Tensor dfeatures = output_backward(b, std::move(dlogits), s.features);
+  s.features = {};
+  Tensor dx = parallel::reduce_partial(b, tp_, dfeatures);
+  if (dense_) {
+    Tensor dact = norm_->backward(b, dx, s.act, s.norm);
+    s.act = {};
+    Tensor ddense = b.empty(s.dense.shape(), s.dense.dtype());
+    b.gelu_backward(dact, s.dense, ddense, false);
+    s.dense = {};
+    dx = dense_->backward(b, ddense, s.input);
+  }
+  s = {};
+  return dx;
+}
+
+}  // namespace megatron::model

@@ -1,0 +1,54 @@
+// The language-model head: an optional transform (BERT: dense, GeLU, LayerNorm), the output layer
+// (vocab-parallel, tied to the word embedding or its own), an optional vocab-parallel bias, and
+// the cross-entropy over the whole vocabulary, with its backward.
+#pragma once
+
+#include <memory>
+
+#include "model/batch.hpp"
+#include "model/linear.hpp"
+#include "model/losses.hpp"
+#include "model/model_config.hpp"
+#include "model/norm.hpp"
+#include "model/pass.hpp"
+
+namespace megatron::model {
+
+struct LmHeadSaved {
+  tensor::Tensor input;  // transform only: this rank's rows of the head's input
+  tensor::Tensor dense;  // transform: before GeLU
+  tensor::Tensor act;    // transform: after GeLU
+  Norm::Saved norm;
+  tensor::Tensor features;  // the whole sequence's rows into the output layer
+  tensor::Tensor logits;    // f32 [rows, padded vocab / tp]
+  tensor::Tensor lse;       // over the whole vocabulary
+};
+
+class LmHead {
+ public:
+  // `output`: the output layer's weight [padded vocab, hidden] (the word embedding when tied).
+  LmHead(ParameterSet& params, const ModelConfig& config, Parameter& output);
+  // x: this rank's rows of the final norm's output. Adds the masked loss sums to `losses`; with a
+  // null `saved` nothing is kept (evaluation).
+  void forward(const Pass& pass, const Batch& batch, const tensor::Tensor& x, LmHeadSaved* saved,
+               Losses& losses, HeadOutputs* outputs) const;
+  // Starts from sum_i token_grad * loss_mask_i * loss_i; consumes `saved`; returns dx.
+  tensor::Tensor backward(const Pass& pass, const Batch& batch, LmHeadSaved& saved,
+                          float token_grad) const;
+
+ private:
+  // The vocab-parallel loss: each rank's shard gives its log-sum-exp and target logit.
+  void combine_vocab_shards(tensor::Backend& b, tensor::Tensor& loss, tensor::Tensor& lse) const;
+  // dlogits [rows, vocab shard] f32 -> the output weight's gradient and d features.
+  tensor::Tensor output_backward(tensor::Backend& b, tensor::Tensor dlogits,
+                                 const tensor::Tensor& features) const;
+
+  const ModelConfig& config_;
+  parallel::TensorParallel tp_;
+  std::unique_ptr<Linear> dense_;
+  std::unique_ptr<Norm> norm_;
+  Parameter& output_;
+  Parameter* bias_ = nullptr;
+};
+
+}  // namespace megatron::model
