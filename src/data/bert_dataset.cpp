@@ -44,6 +44,7 @@ BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split
     throw UserError(fmt::format("dataset '{}': sequence length {} cannot hold [CLS], two "
                                 "segments and two [SEP]; use at least 5",
                                 prefix, config_.seq_length));
+  if (num_samples == 0) return;  // a split nobody draws from (the test split while training)
   const BertSampleIndexParams params{.max_samples = num_samples.value_or(0),
                                      .target_length = int32_t(config_.seq_length - 3),
                                      .short_seq_prob = config_.short_seq_prob,

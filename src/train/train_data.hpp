@@ -9,6 +9,7 @@
 #include "model/batch.hpp"
 #include "model/model_config.hpp"
 #include "recipe/compile.hpp"
+#include "tensor/backend.hpp"
 
 namespace megatron::train {
 

@@ -13,6 +13,7 @@
 #include "dist/fault_injection.hpp"
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
+#include "recipe/enum_names.hpp"
 #include "tensor/host_io.hpp"
 #include "train/device_setup.hpp"
 #include "train/iteration.hpp"
@@ -44,8 +45,8 @@ void log_start(const RunContext& run) {
   const auto& r = c.recipe;
   const auto& g = run.groups;
   const model::ModelConfig& config = run.config;
-  spdlog::info("megatron run {}: gpt, {} layers, hidden {}, {} heads, seq {}, {:.2f}M parameters ({})",
-               c.file, config.num_layers, config.hidden, config.heads, config.seq_length,
+  spdlog::info("megatron run {}: {}, {} layers, hidden {}, {} heads, seq {}, {:.2f}M parameters ({})",
+               c.file, recipe::name_of(r.model.arch), config.num_layers, config.hidden, config.heads, config.seq_length,
                double(whole_model_parameters(run)) / 1e6, tensor::name(config.dtype));
   spdlog::info("{} rank{} on {}: layout tensor {} x pipeline {}{} x data {}{}{}; global batch {} = "
                "{} micro-batches x {}; {} iterations",

@@ -224,14 +224,14 @@ std::vector<float> engine_logits(const fs::path& hf_dir, const fs::path& save,
   for (int64_t i = 0; i < n; ++i) positions[size_t(i)] = int32_t(i);
   std::vector<float> mask(tokens.size(), 1.0f);
   const model::Batch batch{.batch = 1,
-                              .seq = n,
-                              .tokens = tensor::from_ints(b, tokens, {n}),
-                              .labels = tensor::from_ints(b, tokens, {n}),
-                              .loss_mask = tensor::from_floats(b, mask, {n}),
-                              .positions = tensor::from_ints(b, positions, {n})};
-  model::Activations saved;
-  m.forward(model::Pass{.backend = b, .training = false}, batch, &saved);
-  return tensor::to_floats(b, saved.logits);
+                           .seq = n,
+                           .tokens = tensor::from_ints(b, tokens, {n}),
+                           .labels = tensor::from_ints(b, tokens, {n}),
+                           .loss_mask = tensor::from_floats(b, mask, {n}),
+                           .positions = tensor::from_ints(b, positions, {n})};
+  model::HeadOutputs out{.want_logits = true};
+  m.forward(model::Pass{.backend = b, .training = false}, batch, nullptr, &out);
+  return tensor::to_floats(b, out.logits);
 }
 
 // f32 engine against an f64 reference over two layers: rounding moves logits by ~1e-6 of their

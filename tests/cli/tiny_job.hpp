@@ -30,6 +30,7 @@ struct Iteration {
   int64_t iteration = 0;
   double loss = 0, grad_norm = 0;
   int64_t skipped = 0;
+  double sop_loss = NAN;  // models with a binary head
 };
 
 // Under the sanitizers, Open MPI's own allocations would read as leaks when a rank exits: the
@@ -58,7 +59,8 @@ inline std::vector<Iteration> read_metrics(const std::filesystem::path& run_dir)
     out.push_back({.iteration = m["iteration"].get<int64_t>(),
                    .loss = m["lm_loss"].get<double>(),
                    .grad_norm = m["grad_norm"].is_number() ? m["grad_norm"].get<double>() : NAN,
-                   .skipped = m["skipped_iterations"].get<int64_t>()});
+                   .skipped = m["skipped_iterations"].get<int64_t>(),
+                   .sop_loss = m.contains("sop_loss") ? m["sop_loss"].get<double>() : NAN});
   }
   return out;
 }
