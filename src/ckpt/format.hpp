@@ -65,9 +65,11 @@ struct CheckpointMeta {
 };
 
 // The checkpoint's value of a model field ("model.num_layers"), or nullopt when not recorded.
+// Checkpoints written before the family was recorded are GPT's.
 inline std::optional<std::string> model_field(const CheckpointMeta& meta, const std::string& key) {
   for (const auto& [k, v] : meta.model)
     if (k == key) return v;
+  if (key == "model.arch") return "gpt";
   return std::nullopt;
 }
 

@@ -141,6 +141,38 @@ model::ModelConfig gpt2_from(const Keys& k) {
   return c;
 }
 
+model::ModelConfig megatron_bert_from(const Keys& k) {
+  model::ModelConfig c;
+  c.arch = recipe::Arch::Bert;
+  c.causal = false;
+  c.lm_head_transform = c.output_bias = c.binary_head = true;
+  c.num_layers = k.size("num_hidden_layers", kMaxLayers);
+  c.hidden = k.size("hidden_size", kMaxHidden);
+  c.heads = k.size("num_attention_heads", kMaxHeads);
+  if (c.hidden % c.heads != 0) k.bad("num_attention_heads", "must divide hidden_size");
+  c.groups = c.heads;
+  c.head_dim = c.hidden / c.heads;
+  c.ffn = k.size("intermediate_size", kMaxFfn);
+  c.vocab = k.size("vocab_size", kMaxVocab);
+  c.max_positions = k.size("max_position_embeddings", kMaxPositions, 512);
+  c.token_types = k.size("type_vocab_size", 2, 2);
+  if (c.token_types != 2) k.bad("type_vocab_size", "Megatron's BERT has 2 token types");
+  c.position = PositionEmbedding::Learned;
+  c.norm = Norm::LayerNorm;
+  c.norm_eps = k.real("layer_norm_eps", 1e-12, positive, "a positive number");
+  c.activation = Activation::Gelu;
+  c.tie_embeddings = true;
+  c.linear_bias = c.qkv_bias = true;
+  c.hidden_dropout = k.real("hidden_dropout_prob", 0.1, probability, "a probability in [0, 1)");
+  c.attention_dropout =
+      k.real("attention_probs_dropout_prob", 0.1, probability, "a probability in [0, 1)");
+  c.init_std = k.real("initializer_range", 0.02, non_negative, "a number >= 0");
+  k.neutral("hidden_act", "gelu");
+  k.neutral("position_embedding_type", "absolute");
+  k.neutral("tie_word_embeddings", true);
+  return c;
+}
+
 model::ModelConfig llama_from(const Keys& k) {
   model::ModelConfig c;
   c.num_layers = k.size("num_hidden_layers", kMaxLayers);
@@ -178,6 +210,25 @@ model::ModelConfig llama_from(const Keys& k) {
 
 HfArch hf_architecture(const model::ModelConfig& c) {
   using recipe::name_of;
+  if (c.arch == recipe::Arch::Bert) {
+    const HfArch a = HfArch::MegatronBert;
+    const char* why = "BERT";
+    need(c.binary_head, "model.bert_binary_head", text(c.binary_head), a, why,
+         "true (the pooler and sentence-order head)");
+    need(c.position == PositionEmbedding::Learned, "model.position_embedding",
+         std::string(name_of(c.position)), a, why, "learned");
+    need(c.norm == Norm::LayerNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
+         "layernorm");
+    need(c.activation == Activation::Gelu, "model.activation", std::string(name_of(c.activation)),
+         a, why, "gelu");
+    need(c.linear_bias && c.qkv_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "true");
+    need(c.tie_embeddings, "model.tie_embeddings", text(c.tie_embeddings), a, why, "true");
+    need(c.groups == c.heads, "model.num_query_groups", std::to_string(c.groups), a, why,
+         fmt::format("{} (model.num_attention_heads)", c.heads));
+    need(c.heads * c.head_dim == c.hidden, "model.kv_channels", std::to_string(c.head_dim), a, why,
+         fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
+    return a;
+  }
   if (c.position == PositionEmbedding::Learned) {
     const HfArch a = HfArch::Gpt2;
     const char* why = "learned position embeddings";
@@ -226,6 +277,21 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["scale_attn_weights"] = true;
     j["scale_attn_by_inverse_layer_idx"] = false;
     j["reorder_and_upcast_attn"] = false;
+  } else if (arch == HfArch::MegatronBert) {
+    j["model_type"] = "megatron-bert";
+    j["vocab_size"] = c.vocab;
+    j["hidden_size"] = c.hidden;
+    j["num_hidden_layers"] = c.num_layers;
+    j["num_attention_heads"] = c.heads;
+    j["intermediate_size"] = c.ffn;
+    j["hidden_act"] = "gelu";
+    j["hidden_dropout_prob"] = c.hidden_dropout;
+    j["attention_probs_dropout_prob"] = c.attention_dropout;
+    j["max_position_embeddings"] = c.max_positions;
+    j["type_vocab_size"] = c.token_types;
+    j["initializer_range"] = c.init_std;
+    j["layer_norm_eps"] = c.norm_eps;
+    j["position_embedding_type"] = "absolute";
   } else {
     j["model_type"] = "llama";
     j["vocab_size"] = c.vocab;
@@ -264,9 +330,13 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
   } else if (type == "llama") {
     m.arch = HfArch::Llama;
     m.config = llama_from(k);
+  } else if (type == "megatron-bert") {
+    m.arch = HfArch::MegatronBert;
+    m.config = megatron_bert_from(k);
   } else {
-    throw UserError(fmt::format("{}: model_type \"{}\" cannot be imported (gpt2 and llama can)",
-                                where, printable(type)));
+    throw UserError(fmt::format(
+        "{}: model_type \"{}\" cannot be imported (gpt2, llama and megatron-bert can)", where,
+        printable(type)));
   }
   model::ModelConfig& c = m.config;
   c.padded_vocab = round_up(c.vocab, kVocabMultiple);

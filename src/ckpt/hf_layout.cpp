@@ -3,7 +3,12 @@
 namespace megatron::ckpt {
 
 std::string_view architecture_name(HfArch arch) {
-  return arch == HfArch::Gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
+  switch (arch) {
+    case HfArch::Gpt2: return "GPT2LMHeadModel";
+    case HfArch::Llama: return "LlamaForCausalLM";
+    case HfArch::MegatronBert: return "MegatronBertForPreTraining";
+  }
+  return "?";
 }
 
 namespace {
@@ -123,10 +128,64 @@ HfLayout llama(const model::ModelConfig& c) {
   return b.take();
 }
 
+// Pre-LayerNorm BERT as Megatron trains it; Hugging Face keeps query, key and value apart and
+// ties cls.predictions.decoder to the word embedding (so the file holds it once).
+HfLayout megatron_bert(const model::ModelConfig& c) {
+  Builder b(HfArch::MegatronBert);
+  const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
+  const auto norm = [&](const std::string& m, const std::string& t) {
+    b.same(m + ".weight", {h}, Split::None, b.hf(t + ".weight", {h}));
+    b.same(m + ".bias", {h}, Split::None, b.hf(t + ".bias", {h}));
+  };
+  const auto linear = [&](const std::string& m, const std::string& t, int64_t out, int64_t in,
+                          Split split) {
+    b.same(m + ".weight", {out, in}, split, b.hf(t + ".weight", {out, in}));
+    b.same(m + ".bias", {out}, split == Split::Rows ? Split::Rows : Split::None,
+           b.hf(t + ".bias", {out}));
+  };
+  b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows,
+         b.hf("bert.embeddings.word_embeddings.weight", {c.vocab, h}));
+  b.same("embedding.position_embeddings.weight", {c.max_positions, h}, Split::None,
+         b.hf("bert.embeddings.position_embeddings.weight", {c.max_positions, h}));
+  b.same("embedding.tokentype_embeddings.weight", {c.token_types, h}, Split::None,
+         b.hf("bert.embeddings.token_type_embeddings.weight", {c.token_types, h}));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string m = layer(i), t = "bert.encoder.layer." + std::to_string(i) + ".";
+    norm(m + "input_layernorm", t + "attention.ln");
+    const size_t qw = b.hf(t + "attention.self.query.weight", {q, h});
+    const size_t kw = b.hf(t + "attention.self.key.weight", {kv, h});
+    const size_t vw = b.hf(t + "attention.self.value.weight", {kv, h});
+    b.add(m + "self_attention.linear_qkv.weight", {q + 2 * kv, h}, Split::Rows, 1,
+          qkv_blocks(c, {qw, 0, q}, {kw, 0, kv}, {vw, 0, kv}));
+    const size_t qb = b.hf(t + "attention.self.query.bias", {q});
+    const size_t kb = b.hf(t + "attention.self.key.bias", {kv});
+    const size_t vb = b.hf(t + "attention.self.value.bias", {kv});
+    b.add(m + "self_attention.linear_qkv.bias", {q + 2 * kv}, Split::Rows, 1,
+          qkv_blocks(c, {qb, 0, q}, {kb, 0, kv}, {vb, 0, kv}));
+    linear(m + "self_attention.linear_proj", t + "attention.output.dense", h, q, Split::Columns);
+    norm(m + "pre_mlp_layernorm", t + "ln");
+    linear(m + "mlp.linear_fc1", t + "intermediate.dense", c.ffn, h, Split::Rows);
+    linear(m + "mlp.linear_fc2", t + "output.dense", h, c.ffn, Split::Columns);
+  }
+  norm("decoder.final_layernorm", "bert.encoder.ln");
+  linear("lm_head.dense", "cls.predictions.transform.dense", h, h, Split::None);
+  norm("lm_head.layer_norm", "cls.predictions.transform.LayerNorm");
+  b.same("output_layer.bias", {c.padded_vocab}, Split::Rows,
+         b.hf("cls.predictions.bias", {c.vocab}));
+  linear("pooler.dense", "bert.pooler.dense", h, h, Split::None);
+  linear("binary_head", "cls.seq_relationship", 2, h, Split::None);
+  return b.take();
+}
+
 }  // namespace
 
 HfLayout hf_layout(HfArch arch, const model::ModelConfig& c) {
-  return arch == HfArch::Gpt2 ? gpt2(c) : llama(c);
+  switch (arch) {
+    case HfArch::Gpt2: return gpt2(c);
+    case HfArch::Llama: return llama(c);
+    case HfArch::MegatronBert: return megatron_bert(c);
+  }
+  return gpt2(c);
 }
 
 }  // namespace megatron::ckpt

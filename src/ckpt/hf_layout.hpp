@@ -1,5 +1,6 @@
-// Which Hugging Face tensors each megatron parameter is made of (GPT2LMHeadModel and
-// LlamaForCausalLM): pure naming and row arithmetic, shared by export and import.
+// Which Hugging Face tensors each megatron parameter is made of (GPT2LMHeadModel,
+// LlamaForCausalLM and MegatronBertForPreTraining): pure naming and row arithmetic, shared by
+// export and import.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,9 @@
 
 namespace megatron::ckpt {
 
-enum class HfArch { Gpt2, Llama };
-std::string_view architecture_name(HfArch arch);  // "GPT2LMHeadModel", "LlamaForCausalLM"
+enum class HfArch { Gpt2, Llama, MegatronBert };
+// "GPT2LMHeadModel", "LlamaForCausalLM", "MegatronBertForPreTraining"
+std::string_view architecture_name(HfArch arch);
 
 // A Hugging Face tensor seen in megatron's orientation: [rows, cols] (1-D as [n, 1]).
 // `transposed`: the file stores it [cols, rows] (GPT-2's Conv1D weights are [in, out]).

@@ -18,12 +18,16 @@ using recipe::name_of;
 std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::string& source) {
   const model::ModelConfig& c = m.config;
   const bool rotary = c.position == recipe::PositionEmbedding::Rotary;
+  const bool bert = c.arch == recipe::Arch::Bert;
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::string y = fmt::format(
-      "# Imported from Hugging Face {} ({}). Every model key is explicit; the data is mock\n"
+      "# Imported from Hugging Face {} ({}). Every model key is explicit; {}\n"
       "# and the schedule a short fine-tuning run: set data.prefixes and training.* to train.\n",
-      source, architecture_name(m.arch));
-  y += "model:\n  arch: gpt\n";
+      source, architecture_name(m.arch),
+      bert ? "BERT trains on sentence-split data\n# (docs/bert.md): set data.vocab_file too,"
+           : "the data is mock");
+  y += fmt::format("model:\n  arch: {}\n", name_of(c.arch));
+  if (bert) y += fmt::format("  bert_binary_head: {}\n", b(c.binary_head));
   y += fmt::format("  num_layers: {}\n  hidden_size: {}\n  num_attention_heads: {}\n", c.num_layers,
                    c.hidden, c.heads);
   y += fmt::format("  num_query_groups: {}\n  kv_channels: {}\n  ffn_hidden_size: {}\n", c.groups,
@@ -40,8 +44,13 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
                    b(c.tie_embeddings), b(c.linear_bias), b(c.qkv_bias));
   y += fmt::format("  hidden_dropout: {}\n  attention_dropout: {}\n  init_method_std: {}\n",
                    c.hidden_dropout, c.attention_dropout, c.init_std);
-  y += fmt::format("data:\n  seq_length: {}\n  tokenizer: {}\n  mock: true\n", c.seq_length,
-                   rotary ? "sentencepiece" : "gpt2-bpe");
+  if (bert) {
+    y += fmt::format("data:\n  seq_length: {}\n  tokenizer: bert-wordpiece-lowercase\n",
+                     c.seq_length);
+  } else {
+    y += fmt::format("data:\n  seq_length: {}\n  tokenizer: {}\n  mock: true\n", c.seq_length,
+                     rotary ? "sentencepiece" : "gpt2-bpe");
+  }
   y += fmt::format("precision:\n  dtype: {}\n", tensor::name(dtype));
   y += "training:\n"
        "  micro_batch_size: 1\n"
@@ -135,6 +144,18 @@ model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padd
   }
   if (!recipe.IsMap()) recipe = YAML::Node(YAML::NodeType::Map);
   model::ModelConfig c;
+  const std::string arch = model_field(meta, "model.arch").value_or("gpt");
+  if (arch == "bert") {
+    c.arch = recipe::Arch::Bert;
+    c.causal = false;
+    c.lm_head_transform = true;
+    c.output_bias = true;
+    c.binary_head = f.flag("model.bert_binary_head");
+    c.token_types = c.binary_head ? 2 : 0;
+  } else if (arch != "gpt") {
+    throw UserError(fmt::format("checkpoint field model.arch = \"{}\": only gpt and bert "
+                                "checkpoints convert", printable(arch)));
+  }
   c.num_layers = f.size("model.num_layers", kMaxLayers);
   c.hidden = f.size("model.hidden_size", kMaxHidden);
   c.heads = f.size("model.num_attention_heads", kMaxHeads);

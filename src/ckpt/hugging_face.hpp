@@ -34,7 +34,9 @@ void export_hugging_face(const CheckpointReader& ckpt, const std::filesystem::pa
 // makes it a checkpoint in any layout. Holds one megatron tensor in memory at a time.
 class HuggingFaceSource : public TensorSource {
  public:
-  explicit HuggingFaceSource(const std::filesystem::path& dir);
+  // `tensor_parallel`: the layout the import is for; the vocabulary is padded to 128 x that, as
+  // the imported recipe (make_vocab_size_divisible_by 128) pads it under that layout.
+  explicit HuggingFaceSource(const std::filesystem::path& dir, int64_t tensor_parallel = 1);
   ~HuggingFaceSource() override;
 
   HfArch arch() const { return layout_.arch; }

@@ -48,15 +48,18 @@ bool is_buffer(HfArch arch, const std::string& name) {
            name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   if (arch == HfArch::Gpt2) return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+  if (arch == HfArch::MegatronBert) return name == "bert.embeddings.position_ids";
   return ends_with(".rotary_emb.inv_freq");
 }
 
 }  // namespace
 
-HuggingFaceSource::HuggingFaceSource(const fs::path& dir) : dir_(dir) {
+HuggingFaceSource::HuggingFaceSource(const fs::path& dir, int64_t tensor_parallel) : dir_(dir) {
   const fs::path config_path = dir_ / "config.json";
   const HfModel model = hf_model_from_config(read_json(config_path), config_path.string());
   config_ = model.config;
+  const int64_t multiple = 128 * std::max<int64_t>(tensor_parallel, 1);
+  config_.padded_vocab = (config_.vocab + multiple - 1) / multiple * multiple;
   layout_ = hf_layout(model.arch, config_);
   open_files(dir_);
   locate_tensors();
@@ -152,6 +155,11 @@ void HuggingFaceSource::locate_tensors() {
     if (used.count(name) || is_buffer(layout_.arch, name)) continue;
     // A tied model saved without de-duplication carries the output layer, equal to wte.
     if (config_.tie_embeddings && name == "lm_head.weight") continue;
+    // BERT's decoder is the word embedding and cls.predictions.bias, tied.
+    if (layout_.arch == HfArch::MegatronBert &&
+        (name == "cls.predictions.decoder.weight" || name == "cls.predictions.decoder.bias")) {
+      continue;
+    }
     throw UserError(fmt::format(
         "{}: tensor {} has no place in a {} with this config.json (a feature the engine lacks?)",
         where.file->path().string(), printable(name), architecture_name(layout_.arch)));

@@ -10,6 +10,7 @@ std::vector<std::pair<std::string, std::string>> model_fields(const model::Model
   using recipe::name_of;
   auto b = [](bool v) { return std::string(v ? "true" : "false"); };
   std::vector<std::pair<std::string, std::string>> f{
+      {"model.arch", std::string(name_of(c.arch))},
       {"model.num_layers", std::to_string(c.num_layers)},
       {"model.hidden_size", std::to_string(c.hidden)},
       {"model.num_attention_heads", std::to_string(c.heads)},
@@ -29,6 +30,7 @@ std::vector<std::pair<std::string, std::string>> model_fields(const model::Model
   f.emplace_back("model.tie_embeddings", b(c.tie_embeddings));
   f.emplace_back("model.add_bias_linear", b(c.linear_bias));
   f.emplace_back("model.add_qkv_bias", b(c.qkv_bias));
+  if (c.arch == recipe::Arch::Bert) f.emplace_back("model.bert_binary_head", b(c.binary_head));
   return f;
 }
 

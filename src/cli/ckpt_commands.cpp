@@ -2,6 +2,7 @@
 // Face); `megatron ckpt inspect` and `ckpt verify`: what a checkpoint holds, and whether it is whole.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -87,7 +88,7 @@ void convert(const ConvertArgs& a) {
   ckpt::CheckpointMeta meta;
   fs::path dir;
   if (a.from == "hf") {
-    auto hf = std::make_unique<ckpt::HuggingFaceSource>(a.load);
+    auto hf = std::make_unique<ckpt::HuggingFaceSource>(a.load, std::max<int64_t>(a.tp, 1));
     meta = hf->meta();
     source = std::move(hf);
     dir = a.load;
