@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/run_command.hpp"
+#include "cli/tiny_bert.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
 #include "tensor/make_backend.hpp"
@@ -88,6 +89,29 @@ TEST(CudaRun, TinyGptOnTheGpuFollowsTheCpuInBf16) {
   if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
   const std::string bf16 = "precision.dtype=bf16 ";
   expect_same_losses(train("--threads 1 ", bf16), train("--device cuda ", bf16), 2e-2);
+}
+
+// BERT on the GPU: bidirectional attention over the padding mask, token types, the LM head's
+// transform and bias, the pooler and binary head; both losses follow the CPU's (the f32 bound
+// above, over 10 iterations).
+TEST(CudaRun, TinyBertOnTheGpuFollowsTheCpuInF32) {
+  if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
+  const auto bert = [](const std::string& launch) {
+    test_support::TempDir dir;
+    const auto r = run_job("run " + launch + bert_model() + "precision.allow_tf32=false " + kDropout +
+                           "--run-dir " + dir.path().string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_metrics(dir.path());
+  };
+  const std::vector<Iteration> cpu = bert("--threads 1 "), gpu = bert("--device cuda ");
+  ASSERT_EQ(cpu.size(), 10u);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    EXPECT_NEAR(gpu[i].loss, cpu[i].loss, 2e-4 * std::abs(cpu[i].loss));
+    EXPECT_NEAR(gpu[i].sop_loss, cpu[i].sop_loss, 2e-4 * std::abs(cpu[i].sop_loss));
+    EXPECT_NEAR(gpu[i].grad_norm, cpu[i].grad_norm, 2e-4 * std::abs(cpu[i].grad_norm));
+  }
 }
 
 struct Layout {
