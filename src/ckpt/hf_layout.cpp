@@ -1,5 +1,7 @@
 #include "ckpt/hf_layout.hpp"
 
+#include "model/parameter_names.hpp"
+
 namespace megatron::ckpt {
 
 std::string_view architecture_name(HfArch arch) {
@@ -54,7 +56,7 @@ std::vector<HfRows> qkv_blocks(const model::ModelConfig& c, HfRows q, HfRows k, 
   return blocks;
 }
 
-std::string layer(int64_t i) { return "decoder.layers." + std::to_string(i) + "."; }
+std::string layer(int64_t i) { return model::block_prefix(i); }
 
 HfLayout gpt2(const model::ModelConfig& c) {
   Builder b(HfArch::Gpt2);

@@ -10,23 +10,17 @@
 #include "ckpt/raw_elements.hpp"
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "model/parameter_names.hpp"
 
 namespace megatron::ckpt {
 namespace fs = std::filesystem;
 namespace {
 
-// The layer number in "decoder.layers.12.mlp..." or "layers.12...", or -1.
+// The global layer of a transformer block's tensor, or -1 (embeddings and heads), as the model
+// names its parameters.
 int64_t layer_of(const std::string& name) {
-  const size_t at = name.find("layers.");
-  if (at == std::string::npos || (at > 0 && name[at - 1] != '.')) return -1;
-  size_t end = at + 7;
-  int64_t layer = 0;
-  bool digits = false;
-  while (end < name.size() && name[end] >= '0' && name[end] <= '9') {
-    layer = std::min<int64_t>(layer * 10 + (name[end++] - '0'), kMaxLayers);  // no overflow
-    digits = true;
-  }
-  return digits ? layer : -1;
+  const model::ParameterPlace place = model::place_of(name, kMaxLayers);
+  return place.part == model::ParameterPlace::Part::Block ? place.layer : -1;
 }
 
 // What to write: (kind, source tensor to read, output dtype).
@@ -80,9 +74,10 @@ void write_staged(const TensorSource& source, const CheckpointMeta& meta, const 
 }  // namespace
 
 int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages) {
-  if (name.rfind("embedding.", 0) == 0) return 0;
-  const int64_t layer = layer_of(name);
-  if (layer < 0) return stages - 1;  // the final norm and the output layer
+  const model::ParameterPlace place = model::place_of(name, kMaxLayers);
+  if (place.part == model::ParameterPlace::Part::Embedding) return 0;
+  if (place.part == model::ParameterPlace::Part::Head) return stages - 1;
+  const int64_t layer = place.layer;
   if (size_t(layer) >= layer_stage.size()) {
     throw UserError(fmt::format("tensor {} belongs to layer {}, but the model has {} layers",
                                 printable(name), layer, layer_stage.size()));

@@ -26,7 +26,8 @@ struct RewriteTarget {
   std::optional<tensor::DType> dtype;
 };
 
-// The pipeline stage of tensor `name` ("layers.3.mlp.fc1.weight" -> layer_stage[3]).
+// The pipeline stage of tensor `name` ("decoder.layers.3.mlp.linear_fc1.weight" -> layer_stage[3];
+// embeddings on the first stage, the final norm and heads on the last), by model::place_of.
 int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages);
 
 // Progress: (tensors done, tensors in all).

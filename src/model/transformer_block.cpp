@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/parameter_names.hpp"
+
 namespace megatron::model {
 
 using recipe::Activation;
@@ -9,7 +11,7 @@ using tensor::Tensor;
 
 namespace {
 
-std::string prefix(int64_t layer) { return "decoder.layers." + std::to_string(layer) + "."; }
+std::string prefix(int64_t layer) { return block_prefix(layer); }
 
 bool is_swiglu(const ModelConfig& c) { return c.activation == Activation::Swiglu; }
 

@@ -195,6 +195,10 @@ TEST(Rewrite, StagesFollowLayerNumbers) {
   EXPECT_EQ(stage_of("decoder.layers.1.input_layernorm.weight", stages, 2), 0);
   EXPECT_EQ(stage_of("decoder.final_layernorm.weight", stages, 2), 1);
   EXPECT_EQ(stage_of("output_layer.weight", stages, 2), 1);
+  EXPECT_EQ(stage_of("embedding.tokentype_embeddings.weight", stages, 2), 0);
+  EXPECT_EQ(stage_of("lm_head.dense.weight", stages, 2), 1);
+  EXPECT_EQ(stage_of("pooler.dense.bias", stages, 2), 1);
+  EXPECT_EQ(stage_of("binary_head.weight", stages, 2), 1);
   EXPECT_THROW(stage_of("decoder.layers.7.x", stages, 2), UserError);
 }
 
