@@ -44,18 +44,19 @@ inline model::ModelConfig tiny_llama_config() {
   return c;
 }
 
-// BERT-shaped: bidirectional attention over a padding mask, token types, the LM head's
-// transform and bias, the pooler and binary head.
-inline model::ModelConfig tiny_bert_config() {
-  model::ModelConfig c = tiny_gpt_config();
+// `c` made BERT-shaped: bidirectional attention over a padding mask, the LM head's transform and
+// bias, and with the binary head also token types, the pooler and the sentence-order head.
+inline model::ModelConfig as_bert(model::ModelConfig c, bool binary_head = true) {
   c.arch = recipe::Arch::Bert;
   c.causal = false;
-  c.token_types = 2;
   c.lm_head_transform = true;
   c.output_bias = true;
-  c.binary_head = true;
+  c.binary_head = binary_head;
+  c.token_types = binary_head ? 2 : 0;
   return c;
 }
+
+inline model::ModelConfig tiny_bert_config() { return as_bert(tiny_gpt_config()); }
 
 // batch x seq random tokens below vocab; labels the next random tokens; a mask with one zero.
 // For BERT-shaped configs also token types, key lengths (the second sequence padded) and

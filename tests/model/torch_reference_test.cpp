@@ -163,24 +163,13 @@ TEST(GptAgainstPyTorch, GeluTanhWithQkvBiasOnlyAgrees) {
 }
 
 TEST(BertAgainstPyTorch, BertShapedModelBothLossesAndEveryGradientAgree) {
-  ModelConfig c = reference_gpt();
-  c.arch = recipe::Arch::Bert;
-  c.causal = false;
-  c.token_types = 2;
-  c.lm_head_transform = true;
-  c.output_bias = true;
-  c.binary_head = true;
+  ModelConfig c = test_support::as_bert(reference_gpt());
   c.norm_eps = 1e-12;
   expect_matches_torch(c);
 }
 
 TEST(BertAgainstPyTorch, BertWithoutBinaryHeadAgrees) {
-  ModelConfig c = reference_gpt();
-  c.arch = recipe::Arch::Bert;
-  c.causal = false;
-  c.lm_head_transform = true;
-  c.output_bias = true;
-  expect_matches_torch(c);
+  expect_matches_torch(test_support::as_bert(reference_gpt(), false));
 }
 
 }  // namespace
