@@ -34,4 +34,13 @@ std::vector<std::pair<std::string, std::string>> model_fields(const model::Model
   return f;
 }
 
+Split split_of(model::TpSplit s) {
+  switch (s) {
+    case model::TpSplit::None: return Split::None;
+    case model::TpSplit::Rows: return Split::Rows;
+    case model::TpSplit::Columns: return Split::Columns;
+  }
+  return Split::None;
+}
+
 }  // namespace megatron::ckpt

@@ -15,6 +15,8 @@ using Actions = std::vector<std::pair<CLI::App*, std::function<void()>>>;
 void add_recipe_commands(CLI::App& app, Actions& actions);
 void add_plan_command(CLI::App& app, Actions& actions);
 void add_run_command(CLI::App& app, Actions& actions);
+// `megatron eval` (eval_command.cpp).
+void add_eval_command(CLI::App& app, Actions& actions);
 // preprocess, tokenize, data inspect, data merge
 void add_data_pipeline_commands(CLI::App& app, Actions& actions);
 // tokenizer train

@@ -44,6 +44,7 @@ BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split
     throw UserError(fmt::format("dataset '{}': sequence length {} cannot hold [CLS], two "
                                 "segments and two [SEP]; use at least 5",
                                 prefix, config_.seq_length));
+  if (!config_.continuation) throw std::invalid_argument("BertDatasetConfig: no continuation table");
   if (num_samples == 0) return;  // a split nobody draws from (the test split while training)
   const BertSampleIndexParams params{.max_samples = num_samples.value_or(0),
                                      .target_length = int32_t(config_.seq_length - 3),
@@ -70,11 +71,15 @@ BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split
       BertSampleIndex index;
       try {
         index = build_bert_sample_index(split_bounds, data_->sequence_lengths(), params);
-      } catch (const UserError& e) {
+      } catch (const NoBertSamples& e) {
         throw UserError(fmt::format(
-            "dataset '{}': the {} split: {}; BERT data needs documents of several sentences: "
-            "make it with `megatron preprocess --split-sentences`",
-            prefix, split_name(split), e.what()));
+            "dataset '{}': the {} split (documents [{}, {})): {}; BERT samples are runs of whole "
+            "sentences of one document: make the data with `megatron preprocess "
+            "--split-sentences`, or give this split a larger share of data.split",
+            prefix, split_name(split), documents.begin, documents.end, e.what()));
+      } catch (const UserError& e) {
+        throw UserError(fmt::format("dataset '{}': the {} split: {}", prefix, split_name(split),
+                                    e.what()));
       }
       const std::array<std::span<const int64_t>, 1> arrays{index.entries};
       write_index_cache(cache_path_, text, arrays);
@@ -92,6 +97,11 @@ BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split
                                      cache_path_.string()));
   }
   samples_ = int64_t(index_.size() / 3);
+  if (samples_ == 0) {
+    throw RuntimeFailure(fmt::format("index cache '{}' holds no samples (damaged?); delete it to "
+                                     "rebuild",
+                                     cache_path_.string()));
+  }
 }
 
 std::array<int64_t, 3> BertDataset::index_entry(int64_t i) const {
@@ -125,15 +135,21 @@ Sample BertDataset::sample(int64_t i) const {
     to.insert(to.end(), sentences[s].begin(), sentences[s].end());
   }
   if (swapped) std::swap(a, b);
-  // Trim the longer segment (B on ties) a token at a time, from the front or the back.
-  while (int64_t(a.size() + b.size()) > target) {
-    auto& longer = a.size() > b.size() ? a : b;
+  // Trim the longer segment (B on ties) a token at a time, from the front or the back; kept as
+  // [begin, end) offsets so that a long segment costs one pass.
+  size_t a0 = 0, a1 = a.size(), b0 = 0, b1 = b.size();
+  while (int64_t((a1 - a0) + (b1 - b0)) > target) {
+    const bool trim_a = (a1 - a0) > (b1 - b0);
+    size_t& front = trim_a ? a0 : b0;
+    size_t& back = trim_a ? a1 : b1;
     if (random.random() < 0.5) {
-      longer.erase(longer.begin());
+      ++front;
     } else {
-      longer.pop_back();
+      --back;
     }
   }
+  a = std::vector<int32_t>(a.begin() + std::ptrdiff_t(a0), a.begin() + std::ptrdiff_t(a1));
+  b = std::vector<int32_t>(b.begin() + std::ptrdiff_t(b0), b.begin() + std::ptrdiff_t(b1));
   std::vector<int32_t> tokens{config_.masking.cls};
   tokens.insert(tokens.end(), a.begin(), a.end());
   tokens.push_back(config_.masking.sep);

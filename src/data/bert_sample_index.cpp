@@ -63,21 +63,24 @@ BertSampleIndex build_bert_sample_index(std::span<const int64_t> bounds,
       throw UserError("document boundaries outside the dataset's sentences");
     }
   }
-  const int32_t short_ratio =
-      p.short_seq_prob > 0.0 ? int32_t(std::round(1.0 / p.short_seq_prob)) : 0;
+  // Megatron's int32 ratio; a probability so small that it overflows never shortens anything.
+  const double ratio = p.short_seq_prob > 0.0 ? std::round(1.0 / p.short_seq_prob) : 0.0;
+  const int32_t short_ratio = ratio < 2147483647.0 ? int32_t(ratio) : 0;
   std::mt19937 gen(uint32_t(p.seed));
   BertSampleIndex index;
   do {
     const size_t before = index.entries.size();
     one_epoch(bounds, lengths, p, short_ratio, gen, index.entries);
     if (index.entries.size() == before) {
-      throw UserError(fmt::format(
-          "no document has the {} sentence{} of at most {} tokens a sample needs",
-          p.min_sentences, p.min_sentences == 1 ? "" : "s", kLongSentenceTokens));
+      throw NoBertSamples(p.min_sentences == 1
+                              ? std::string("it holds no sentences")
+                              : fmt::format("no document has the 2 or more sentences, each of at "
+                                            "most {} tokens, that a sample's two segments need",
+                                            kLongSentenceTokens));
     }
   } while (index.samples() < p.max_samples);
   // Megatron's shuffle: 64-bit Mersenne Twister seeded with seed + 1, from the back.
-  std::mt19937_64 shuffle(uint64_t(p.seed + 1));
+  std::mt19937_64 shuffle(uint64_t(p.seed) + 1);
   for (int64_t i = index.samples() - 1; i > 0; --i) {
     const auto j = int64_t(shuffle() % uint64_t(i + 1));
     for (int k = 0; k < 3; ++k) std::swap(index.entries[size_t(3 * i + k)], index.entries[size_t(3 * j + k)]);

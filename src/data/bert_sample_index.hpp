@@ -8,6 +8,8 @@
 #include <span>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace megatron::data {
 
 // Megatron skips every document holding a sentence longer than this.
@@ -17,7 +19,7 @@ struct BertSampleIndexParams {
   int64_t max_samples = 0;           // epochs are added until at least this many; 0: one epoch
   int32_t target_length = 0;         // tokens of sentences per sample (seq_length - 3 for BERT)
   double short_seq_prob = 0.1;       // P(a sample's target is drawn in [2, target_length])
-  int32_t seed = 1234;
+  int32_t seed = 1234;               // Megatron's int: 0 to 2^31 - 1
   int32_t min_sentences = 2;         // 2 with the binary head (two segments), else 1
 };
 
@@ -25,6 +27,12 @@ struct BertSampleIndexParams {
 struct BertSampleIndex {
   std::vector<int64_t> entries;
   int64_t samples() const { return int64_t(entries.size() / 3); }
+};
+
+// No document of a split can make a sample (then no number of epochs gives any).
+class NoBertSamples : public UserError {
+ public:
+  using UserError::UserError;
 };
 
 // document_bounds: the split's document boundaries into the sentences (d + 1 entries for d

@@ -24,6 +24,7 @@ void BinaryHead::forward(const Pass& pass, const Batch& batch, const Tensor& x,
   }
   BinaryHeadSaved mine;
   BinaryHeadSaved& s = saved ? *saved : mine;
+  s = {};
   // Under sequence parallelism each rank pools the sequences that start in its rows; the
   // replicated pooler's gradients are then summed over the tensor-parallel group as for every
   // replicated parameter, and the logits are summed here.

@@ -42,6 +42,9 @@ struct ModelPlacement {
 class LanguageModel {
  public:
   LanguageModel(tensor::Backend& backend, const ModelConfig& config, ModelPlacement placement = {});
+  // Its layers refer to config_: neither copied nor moved.
+  LanguageModel(const LanguageModel&) = delete;
+  LanguageModel& operator=(const LanguageModel&) = delete;
   const ModelConfig& config() const { return config_; }
   ParameterSet& parameters() { return params_; }
   const ParameterSet& parameters() const { return params_; }

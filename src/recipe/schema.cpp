@@ -308,7 +308,7 @@ std::vector<FieldSpec> data_fields() {
         derived("0.1", kProbability)),
       d("masking_max_ngram", &S::masking_max_ngram,
         "BERT: longest n-gram of words masked together (P(n) proportional to 1/n).",
-        derived("3", up_to(8))),
+        derived("3", up_to(7))),
       d("masking_full_word", &S::masking_full_word,
         "BERT: mask whole words (a ## piece with the word before it).", derived("true")),
   };

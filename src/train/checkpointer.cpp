@@ -30,17 +30,8 @@ double now_s() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
-ckpt::Split split_of(model::TpSplit s) {
-  switch (s) {
-    case model::TpSplit::None: return ckpt::Split::None;
-    case model::TpSplit::Rows: return ckpt::Split::Rows;
-    case model::TpSplit::Columns: return ckpt::Split::Columns;
-  }
-  return ckpt::Split::None;
-}
-
 ckpt::ShardLayout layout_of(const model::Parameter& p, const parallel::ProcessGroups& g) {
-  return {.global_shape = p.global_shape, .split = split_of(p.split), .parts = p.parts,
+  return {.global_shape = p.global_shape, .split = ckpt::split_of(p.split), .parts = p.parts,
           .tp_rank = g.coord.tp, .tp_size = g.tp_size};
 }
 

@@ -55,41 +55,6 @@ ModelSpeed model_speed(const recipe::CompiledRecipe& c, const plan::Plan& p,
           .peak = wide ? hardware.peak_flops_32bit : hardware.peak_flops_16bit};
 }
 
-// The rank's GPU is made current before MPI starts, since a CUDA-aware MPI opens its context
-// there; SIGTERM, SIGUSR1 and SIGINT (Slurm's time limit, preemption, Ctrl-C) then stop the
-// run at an iteration boundary.
-std::unique_ptr<dist::MpiRuntime> start_job(const recipe::CompiledRecipe& c) {
-  const auto& r = c.recipe;
-  dist::Watchdog::set_timeout(
-      std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
-  if (run_device(r) == tensor::Device::Cuda)
-    tensor::select_cuda_device(run_cuda_device(r, dist::launch_info().local_rank));
-  std::unique_ptr<dist::MpiRuntime> mpi;
-  if (c.derived.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
-  dist::enable_graceful_stop();
-  return mpi;
-}
-
-// The Plan's rank grid over the job's world, refusing a job of another size.
-parallel::ProcessGroups make_groups(const recipe::CompiledRecipe& c, const plan::Plan& plan,
-                                    dist::MpiRuntime* mpi, tensor::Backend& backend) {
-  std::unique_ptr<dist::Communicator> world = make_world(mpi, backend);
-  if (world->size() != plan.layout.world) throw wrong_rank_count(c, world->size());
-  return parallel::make_process_groups(std::move(world), plan.layout);
-}
-
-std::unique_ptr<model::LanguageModel> make_model(const RunContext& run) {
-  const auto& r = run.compiled.recipe;
-  const parallel::ProcessGroups& g = run.groups;
-  model::ModelPlacement placement{
-      .tp = {.group = g.tp.get(), .rank = g.coord.tp, .size = g.tp_size,
-             .sequence_parallel = r.parallel.sequence_parallel && g.tp_size > 1},
-      .chunks = run.plan.stages[size_t(g.coord.pp)].chunks,
-      .first_stage = g.first_stage(),
-      .last_stage = g.last_stage()};
-  return std::make_unique<model::LanguageModel>(*run.backend, run.config, std::move(placement));
-}
-
 }  // namespace
 
 const std::vector<plan::PipelineOp>& StagePrograms::at(int64_t microbatches) {
@@ -104,13 +69,7 @@ const std::vector<plan::PipelineOp>& StagePrograms::at(int64_t microbatches) {
 }
 
 RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& options)
-    : compiled(c),
-      hardware(plan::find_hardware(c.recipe.cluster.hardware)),
-      plan(plan::build_plan(c, hardware)),
-      mpi(start_job(c)),
-      backend(make_run_backend(c.recipe, options.threads, dist::launch_info().local_rank)),
-      groups(make_groups(c, plan, mpi.get(), *backend)),
-      config(model::model_config(c.recipe, c.derived)),
+    : ModelContext(c, options.threads),
       scaling(scaler_config(c.recipe.precision)),
       scaler(scaling),
       lr(lr_schedule(c)),
@@ -124,7 +83,6 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   const auto& r = c.recipe;
   if (!rank0()) spdlog::set_level(spdlog::level::warn);
   if (rank0()) run_dir = prepare_run_dir(c, options);
-  model = make_model(*this);
   checkpointer = std::make_unique<Checkpointer>(c, groups, *backend, options.recipe_text,
                                                 options.overrides);
   // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.

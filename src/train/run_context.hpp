@@ -21,6 +21,7 @@
 #include "tensor/backend.hpp"
 #include "train/batch_size.hpp"
 #include "train/checkpointer.hpp"
+#include "train/model_context.hpp"
 #include "train/parallel_optimizer.hpp"
 #include "train/pipeline_step.hpp"
 #include "train/train_data.hpp"
@@ -48,29 +49,17 @@ class StagePrograms {
   std::map<int64_t, std::vector<plan::PipelineOp>> made_;
 };
 
-// Members are built in declaration order, each from those before it (the backend from the
-// Plan's device, the groups from its rank grid, the model from its stage, the optimizer from the
-// model), and torn down in reverse (MPI last). Neither copied nor moved: the model and the
-// optimizer refer to the backend and the groups.
-struct RunContext {
+// The model's context (ModelContext: the Plan, MPI, backend, groups, this stage's model), then
+// what training adds. Members are built in declaration order, each from those before it (the
+// optimizer from the model), and torn down in reverse (MPI last). Neither copied nor moved: the
+// optimizer refers to the backend and the groups.
+struct RunContext : ModelContext {
   RunContext(const recipe::CompiledRecipe& compiled, const TrainOptions& options);
-  RunContext(const RunContext&) = delete;
-  RunContext& operator=(const RunContext&) = delete;
-
-  bool rank0() const { return groups.world_rank == 0; }
   // The loss of a micro-batch is summed on last stages only: the sum over every rank of
   // `value` held there, known to every rank.
   StepLosses sum_of_losses(const StepLosses& value) const;
 
-  const recipe::CompiledRecipe& compiled;
-  const plan::HardwareProfile& hardware;
-  const plan::Plan plan;
-  std::unique_ptr<dist::MpiRuntime> mpi;  // null for a single process
-  std::unique_ptr<tensor::Backend> backend;
-  parallel::ProcessGroups groups;
   std::filesystem::path run_dir;  // rank 0's; empty on the other ranks
-  model::ModelConfig config;
-  std::unique_ptr<model::LanguageModel> model;
   std::unique_ptr<Checkpointer> checkpointer;
   std::unique_ptr<ParallelOptimizer> optimizer;
   optim::LossScalerConfig scaling;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "core/error.hpp"
@@ -41,15 +42,28 @@ data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
                                   vocab, name));
     }
   }
-  if (tokenizer->vocab_size() > r.model.vocab_size) {
-    throw UserError(fmt::format("{}: model.vocab_size {} is smaller than the vocabulary {} ({} "
-                                "tokens); set model.vocab_size: {}",
-                                compiled.file, r.model.vocab_size, vocab, tokenizer->vocab_size(),
-                                tokenizer->vocab_size()));
-  }
   auto continuation = std::make_shared<std::vector<bool>>(size_t(tokenizer->vocab_size()));
+  int64_t lookup = tokenizer->vocab_size();
+  bool bos = false, eos = false;
   for (int32_t id = 0; id < int32_t(tokenizer->vocab_size()); ++id) {
-    (*continuation)[size_t(id)] = tokenizer->token_text(id).rfind("##", 0) == 0;
+    const std::string text = tokenizer->token_text(id);
+    (*continuation)[size_t(id)] = text.rfind("##", 0) == 0;
+    bos = bos || text == "[BOS]";
+    eos = eos || text == "[EOS]";
+  }
+  // Megatron's BERT tokenizer adds [BOS] and [EOS] when the vocabulary lacks them, and masking
+  // draws its random replacements from that larger vocabulary.
+  lookup += (bos ? 0 : 1) + (eos ? 0 : 1);
+  if (lookup > r.model.vocab_size) {
+    throw UserError(fmt::format(
+        "{}: model.vocab_size {} is smaller than the {} ids BERT data uses ({}'s {} tokens, plus "
+        "[BOS] and [EOS], which Megatron's BERT tokenizer adds); set model.vocab_size: {}",
+        compiled.file, r.model.vocab_size, lookup, vocab, tokenizer->vocab_size(), lookup));
+  }
+  if (r.training.seed > std::numeric_limits<int32_t>::max()) {
+    throw UserError(fmt::format("{}: training.seed {} is above 2^31 - 1, Megatron's largest seed "
+                                "for BERT data",
+                                compiled.file, r.training.seed));
   }
   data::BertDatasetConfig config{
       .seq_length = r.data.seq_length,
@@ -62,7 +76,7 @@ data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
                   .cls = *special.cls,
                   .sep = *special.sep,
                   .mask = *special.mask,
-                  .vocab_size = tokenizer->vocab_size()},
+                  .vocab_size = lookup},
       .pad = *special.pad,
       .continuation = std::move(continuation)};
   return {.elements = [](const data::IndexedDataset& d) { return d.documents(); },

@@ -63,7 +63,7 @@ BertDatasetConfig config_in(const test_support::TempDir& dir, int64_t seq_length
           .short_seq_prob = 0.1,
           .binary_head = binary_head,
           .masking = {.mask_prob = 0.15, .max_ngram = 3, .full_word = true, .cls = 2, .sep = 3,
-                      .mask = 4, .vocab_size = 40},
+                      .mask = 4, .vocab_size = 42},  // + [BOS] and [EOS], as Megatron
           .pad = 0,
           .continuation = continuation,
           .cache_dir = dir.path() / "cache"};

@@ -139,7 +139,9 @@ def masked_lm(d, tokens, target_len, rs, vocab):
             if rs.random() < 0.8:
                 out[i] = d["mask"]
             elif rs.random() >= 0.5:
-                out[i] = int(rs.randint(0, len(vocab)))
+                # Megatron's BERT tokenizer adds [BOS] and [EOS] to the vocabulary it draws from.
+                lookup = len(vocab) + sum(t not in vocab for t in ("[BOS]", "[EOS]"))
+                out[i] = int(rs.randint(0, lookup))
             masked.append((i, tokens[i]))
     masked.sort()
     return out, masked

@@ -1,0 +1,58 @@
+#include "eval/results.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace megatron::eval {
+
+nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInfo& info) {
+  nlohmann::ordered_json out;
+  nlohmann::ordered_json tasks, n_samples, higher, versions, n_shot, configs;
+  for (const TaskResult& r : results) {
+    nlohmann::ordered_json t{{"alias", r.task}};
+    for (const Metric& m : r.metrics) {
+      t[m.name + ",none"] = m.value;
+      if (m.std_error) {
+        t[m.name + "_stderr,none"] = *m.std_error;
+      } else {
+        t[m.name + "_stderr,none"] = "N/A";
+      }
+      higher[r.task][m.name] = m.higher_is_better;
+    }
+    tasks[r.task] = t;
+    n_samples[r.task] = {{"original", r.samples}, {"effective", r.samples}};
+    versions[r.task] = 1.0;
+    n_shot[r.task] = 0;
+    configs[r.task] = {{"task", r.task}, {"dataset_path", info.data}, {"num_fewshot", 0}};
+  }
+  out["results"] = tasks;
+  out["configs"] = configs;
+  out["versions"] = versions;
+  out["n-shot"] = n_shot;
+  out["higher_is_better"] = higher;
+  out["n-samples"] = n_samples;
+  out["config"] = {{"model", "megatron"},
+                   {"model_args", "checkpoint=" + info.checkpoint},
+                   {"batch_size", info.batch_size},
+                   {"max_length", info.max_length}};
+  out["model_name"] = info.checkpoint;
+  out["megatron_version"] = info.version;
+  out["date"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return out;
+}
+
+std::string results_table(const std::vector<TaskResult>& results) {
+  std::string out = fmt::format("|{:<16}|{:>8}|{:<22}|{:>14}|{:>10}|\n", "task", "samples",
+                                "metric", "value", "stderr");
+  out += fmt::format("|{:-<16}|{:->8}|{:-<22}|{:->14}|{:->10}|\n", "", "", "", "", "");
+  for (const TaskResult& r : results) {
+    for (const Metric& m : r.metrics) {
+      out += fmt::format("|{:<16}|{:>8}|{:<22}|{:>14.6g}|{:>10}|\n", r.task, r.samples, m.name,
+                         m.value, m.std_error ? fmt::format("{:.4f}", *m.std_error) : "N/A");
+    }
+  }
+  return out;
+}
+
+}  // namespace megatron::eval

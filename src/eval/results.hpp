@@ -1,0 +1,25 @@
+// An evaluation's report: the table printed on stdout and the JSON file laid out like
+// lm-evaluation-harness's results ("acc,none" keys and their "_stderr", n-samples, config), so
+// the dashboards that read those read these.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "eval/tasks.hpp"
+
+namespace megatron::eval {
+
+struct RunInfo {
+  std::string checkpoint;  // what was evaluated (model_name)
+  std::string data;        // the task file
+  int64_t batch_size = 1;
+  int64_t max_length = 0;
+  std::string version;     // megatron's
+};
+
+nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInfo& info);
+std::string results_table(const std::vector<TaskResult>& results);
+
+}  // namespace megatron::eval

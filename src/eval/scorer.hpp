@@ -1,0 +1,42 @@
+// Scores continuations with a causal language model: for each request, the log-probability of
+// its continuation tokens after its context, and whether each was the model's greedy choice.
+// The unit every evaluation task is built from (lm-evaluation-harness's `loglikelihood`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "model/language_model.hpp"
+
+namespace megatron::eval {
+
+struct Request {
+  std::vector<int32_t> context;       // may be empty only when continuation has 2+ tokens
+  std::vector<int32_t> continuation;  // at least one token
+};
+
+struct Score {
+  double logprob = 0.0;  // sum over the continuation's tokens
+  bool greedy = true;    // every continuation token was the argmax
+  int64_t tokens = 0;    // continuation tokens scored
+};
+
+struct ScorerOptions {
+  int64_t max_length = 0;   // the model's longest sequence: context is cut from the left to fit
+  int64_t batch_size = 1;   // sequences per forward pass
+  int32_t pad_token = 0;    // fills short sequences (causal: it never influences a real token)
+  int64_t vocab_size = 0;   // the tokenizer's: log-softmax and argmax over these columns only
+};
+
+// Progress: (requests done, requests in all).
+using ScoreProgress = std::function<void(int64_t, int64_t)>;
+
+// Scores every request with `model` (one process holding the whole model); results in request
+// order. Log-probabilities are computed in double from the f32 logits, over the tokenizer's
+// vocabulary (padding rows excluded, as a Hugging Face model has none).
+std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& backend,
+                         const std::vector<Request>& requests, const ScorerOptions& options,
+                         const ScoreProgress& progress = {});
+
+}  // namespace megatron::eval

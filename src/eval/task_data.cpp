@@ -1,0 +1,114 @@
+#include "eval/task_data.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/printable.hpp"
+
+namespace megatron::eval {
+namespace {
+
+bool is_jsonl(const std::string& path) {
+  return path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
+}
+
+std::ifstream open(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(fmt::format("{}: cannot read the task file", path));
+  return in;
+}
+
+// Calls `each(json, line number)` for every non-blank line.
+void for_each_line(const std::string& path,
+                   const std::function<void(const nlohmann::json&, int64_t)>& each) {
+  std::ifstream in = open(path);
+  int64_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(fmt::format("{}:{}: not JSON ({}); each line holds one JSON object", path,
+                                  number, printable(e.what())));
+    }
+    if (!j.is_object()) throw UserError(fmt::format("{}:{}: not a JSON object", path, number));
+    each(j, number);
+  }
+}
+
+const nlohmann::json& field_of(const nlohmann::json& j, const std::string& field,
+                               const std::string& path, int64_t line) {
+  if (!j.contains(field)) {
+    throw UserError(fmt::format("{}:{}: no field \"{}\" (name another with the task's field "
+                                "options)",
+                                path, line, printable(field)));
+  }
+  return j.at(field);
+}
+
+std::string text_of(const nlohmann::json& v, const std::string& field, const std::string& path,
+                    int64_t line) {
+  if (!v.is_string()) {
+    throw UserError(fmt::format("{}:{}: field \"{}\" is {}, not a string", path, line,
+                                printable(field), v.type_name()));
+  }
+  return v.get<std::string>();
+}
+
+}  // namespace
+
+std::vector<std::string> read_documents(const std::string& path, const std::string& field) {
+  std::vector<std::string> docs;
+  if (!is_jsonl(path)) {
+    std::ifstream in = open(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    docs.push_back(text.str());
+    return docs;
+  }
+  for_each_line(path, [&](const nlohmann::json& j, int64_t line) {
+    docs.push_back(text_of(field_of(j, field, path, line), field, path, line));
+  });
+  if (docs.empty()) throw UserError(fmt::format("{}: no documents", path));
+  return docs;
+}
+
+std::vector<Choice> read_choices(const std::string& path, const ChoiceFields& f) {
+  std::vector<Choice> out;
+  for_each_line(path, [&](const nlohmann::json& j, int64_t line) {
+    Choice c{.context = text_of(field_of(j, f.context, path, line), f.context, path, line)};
+    const nlohmann::json& choices = field_of(j, f.choices, path, line);
+    if (!choices.is_array() || choices.empty()) {
+      throw UserError(fmt::format("{}:{}: field \"{}\" must be a non-empty list of strings", path,
+                                  line, printable(f.choices)));
+    }
+    for (const auto& v : choices) c.choices.push_back(text_of(v, f.choices, path, line));
+    const nlohmann::json& gold = field_of(j, f.gold, path, line);
+    if (gold.is_number_integer()) {
+      c.gold = gold.get<int64_t>();
+    } else if (gold.is_string()) {
+      const auto it = std::find(c.choices.begin(), c.choices.end(), gold.get<std::string>());
+      c.gold = it == c.choices.end() ? -1 : int64_t(it - c.choices.begin());
+    } else {
+      c.gold = -1;
+    }
+    if (c.gold < 0 || c.gold >= int64_t(c.choices.size())) {
+      throw UserError(fmt::format("{}:{}: field \"{}\" = {} is not one of the {} choices (an index "
+                                  "from 0, or a choice's text)",
+                                  path, line, printable(f.gold), printable(gold.dump()),
+                                  c.choices.size()));
+    }
+    out.push_back(std::move(c));
+  });
+  if (out.empty()) throw UserError(fmt::format("{}: no questions", path));
+  return out;
+}
+
+}  // namespace megatron::eval

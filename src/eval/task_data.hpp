@@ -1,0 +1,31 @@
+// The files evaluation tasks read: jsonl documents (a text field) or plain text for
+// perplexity and cloze, jsonl with context, choices and gold for multiple choice. Validated
+// where they enter: a missing field, an empty choice list or a gold answer out of range is one
+// UserError naming the file, line and field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace megatron::eval {
+
+// Every document of a .jsonl file (`field` of each line) or, for any other file, its whole text
+// as one document.
+std::vector<std::string> read_documents(const std::string& path, const std::string& field);
+
+struct Choice {
+  std::string context;
+  std::vector<std::string> choices;
+  int64_t gold = 0;
+};
+
+struct ChoiceFields {
+  std::string context = "context";
+  std::string choices = "choices";
+  std::string gold = "gold";  // an index into choices, or the text of one of them
+};
+
+std::vector<Choice> read_choices(const std::string& path, const ChoiceFields& fields);
+
+}  // namespace megatron::eval

@@ -1,0 +1,60 @@
+#include "train/model_context.hpp"
+
+#include "dist/launcher.hpp"
+#include "dist/watchdog.hpp"
+#include "plan/build.hpp"
+#include "tensor/make_backend.hpp"
+#include "train/device_setup.hpp"
+#include "train/trainer.hpp"
+
+namespace megatron::train {
+namespace {
+
+// The rank's GPU is made current before MPI starts, since a CUDA-aware MPI opens its context
+// there; SIGTERM, SIGUSR1 and SIGINT (Slurm's time limit, preemption, Ctrl-C) then stop the
+// run at an iteration boundary.
+std::unique_ptr<dist::MpiRuntime> start_job(const recipe::CompiledRecipe& c) {
+  const auto& r = c.recipe;
+  dist::Watchdog::set_timeout(
+      std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
+  if (run_device(r) == tensor::Device::Cuda)
+    tensor::select_cuda_device(run_cuda_device(r, dist::launch_info().local_rank));
+  std::unique_ptr<dist::MpiRuntime> mpi;
+  if (c.derived.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
+  dist::enable_graceful_stop();
+  return mpi;
+}
+
+// The Plan's rank grid over the job's world, refusing a job of another size.
+parallel::ProcessGroups make_groups(const recipe::CompiledRecipe& c, const plan::Plan& plan,
+                                    dist::MpiRuntime* mpi, tensor::Backend& backend) {
+  std::unique_ptr<dist::Communicator> world = make_world(mpi, backend);
+  if (world->size() != plan.layout.world) throw wrong_rank_count(c, world->size());
+  return parallel::make_process_groups(std::move(world), plan.layout);
+}
+
+std::unique_ptr<model::LanguageModel> make_model(const ModelContext& run) {
+  const auto& r = run.compiled.recipe;
+  const parallel::ProcessGroups& g = run.groups;
+  model::ModelPlacement placement{
+      .tp = {.group = g.tp.get(), .rank = g.coord.tp, .size = g.tp_size,
+             .sequence_parallel = r.parallel.sequence_parallel && g.tp_size > 1},
+      .chunks = run.plan.stages[size_t(g.coord.pp)].chunks,
+      .first_stage = g.first_stage(),
+      .last_stage = g.last_stage()};
+  return std::make_unique<model::LanguageModel>(*run.backend, run.config, std::move(placement));
+}
+
+}  // namespace
+
+ModelContext::ModelContext(const recipe::CompiledRecipe& c, int threads)
+    : compiled(c),
+      hardware(plan::find_hardware(c.recipe.cluster.hardware)),
+      plan(plan::build_plan(c, hardware)),
+      mpi(start_job(c)),
+      backend(make_run_backend(c.recipe, threads, dist::launch_info().local_rank)),
+      groups(make_groups(c, plan, mpi.get(), *backend)),
+      config(model::model_config(c.recipe, c.derived)),
+      model(make_model(*this)) {}
+
+}  // namespace megatron::train
