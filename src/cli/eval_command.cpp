@@ -115,6 +115,13 @@ void run_eval(const EvalArgs& a) {
     created = prepare_output_dir("--json", fs::path(a.json).parent_path().string());
   }
   const auto tokenizer = tokenizer_for(a, compiled.recipe);
+  // A token id past the model's vocabulary would index past its embedding.
+  if (tokenizer->vocab_size() > compiled.recipe.model.vocab_size) {
+    throw UserError(fmt::format("{}: the tokenizer has {} tokens but the model {}: give the "
+                                "tokenizer the checkpoint was trained with",
+                                dir->string(), tokenizer->vocab_size(),
+                                compiled.recipe.model.vocab_size));
+  }
   train::ModelContext ctx(compiled, a.threads);
   eval::load_model_weights(reader, *ctx.model, *ctx.backend);
   const model::ModelConfig& c = ctx.config;

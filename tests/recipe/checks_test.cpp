@@ -95,6 +95,17 @@ TEST_F(RecipeTest, SlurmTimeLimitFormatIsChecked) {
               HasSubstr("is not a Slurm time"));
 }
 
+TEST_F(RecipeTest, MaskingSettingsAreOnlyForBert) {
+  for (const char* o : {"data.mask_prob=0.2", "data.short_seq_prob=0.2", "data.masking_max_ngram=2",
+                        "data.masking_full_word=false"}) {
+    const std::string key = std::string(o).substr(0, std::string(o).find('='));
+    EXPECT_THAT(error_of(kMinimalRecipe, {o}), HasSubstr(key + " is only used by arch: bert"));
+    EXPECT_EQ(error_of(kMinimalRecipe, {"model.arch=bert", o}), "") << o;
+  }
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=bert", "data.masking_max_ngram=8"}),
+              HasSubstr("data.masking_max_ngram"));
+}
+
 TEST_F(RecipeTest, DecoderSettingsAreOnlyForT5) {
   EXPECT_THAT(error_of(kMinimalRecipe, {"model.decoder_num_layers=2"}),
               HasSubstr("model.decoder_num_layers is only used by arch: t5"));

@@ -1,0 +1,112 @@
+// `megatron eval` from the command line: each task runs on a trained checkpoint and writes
+// lm-evaluation-harness's JSON keys; bad task files and a mismatched tokenizer are one line and
+// exit 2, with nothing written.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/run_command.hpp"
+#include "cli/tiny_job.hpp"
+#include "support/temp_dir.hpp"
+
+namespace megatron::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kGpt2 = std::string(" --vocab-file ") + MEGATRON_SOURCE_DIR +
+                          "/data/tokenizers/gpt2/vocab.json --merge-file " + MEGATRON_SOURCE_DIR +
+                          "/data/tokenizers/gpt2/merges.txt ";
+
+// A gpt-tiny checkpoint (the GPT-2 vocabulary, 2 iterations), made once.
+const fs::path& checkpoint() {
+  static test_support::TempDir dir;
+  static const bool made = [] {
+    const CommandResult r = run_megatron(
+        "run --threads 2 recipes/gpt-tiny.yaml model.num_layers=2 training.train_iters=2 "
+        "training.lr_warmup_iters=1 eval.interval=null checkpoint.save=" +
+        (dir.path() / "ckpt").string() + " --run-dir " + (dir.path() / "run").string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return true;
+  }();
+  (void)made;
+  static const fs::path path = dir.path() / "ckpt";
+  return path;
+}
+
+TEST(EvalCli, EachTaskWritesItsMetricsAsLmEvaluationHarnessKeys) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("docs.jsonl",
+                                     "{\"text\": \"It is a truth universally acknowledged, that a "
+                                     "single man in possession of a good fortune, must be in want "
+                                     "of a wife.\"}\n{\"text\": \"Emma Woodhouse, handsome, clever, "
+                                     "and rich.\"}\n").string();
+  const std::string mc = dir.write("mc.jsonl",
+                                   "{\"context\": \"The sky is\", \"choices\": [\"blue\", \"green\"], "
+                                   "\"gold\": 0}\n{\"context\": \"Grass is\", \"choices\": [\"blue\", "
+                                   "\"green\"], \"gold\": \"green\"}\n").string();
+  struct Case {
+    const char* task;
+    std::string data;
+    std::vector<const char*> keys;
+  };
+  for (const Case& c : {Case{"perplexity", docs, {"word_perplexity,none", "bits_per_byte,none",
+                                                  "megatron_adjusted_ppl,none"}},
+                        Case{"cloze", docs, {"acc,none", "acc_stderr,none", "acc_last_token,none",
+                                             "perplexity,none"}},
+                        Case{"multiple-choice", mc, {"acc,none", "acc_norm,none", "acc_bytes,none"}}}) {
+    SCOPED_TRACE(c.task);
+    const fs::path json = dir.path() / (std::string(c.task) + ".json");
+    const CommandResult r = run_megatron("eval " + checkpoint().string() + " --task " + c.task +
+                                         " --data " + c.data + kGpt2 + "--batch-size 3 --json " +
+                                         json.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(slurp(json));
+    const std::string task = std::string(c.task) == "multiple-choice" ? "multiple_choice" : c.task;
+    for (const char* key : c.keys) {
+      ASSERT_TRUE(j["results"][task].contains(key)) << key << " in " << j.dump();
+    }
+    EXPECT_EQ(j["n-samples"][task]["original"], 2);
+    for (const auto& [key, value] : j["results"][task].items()) {
+      if (value.is_number()) EXPECT_TRUE(std::isfinite(value.get<double>())) << key;
+    }
+  }
+}
+
+TEST(EvalCli, BadTaskFilesAreOneLineNamingFileLineAndField) {
+  test_support::TempDir dir;
+  struct Bad {
+    std::string text;
+    std::string says;
+  };
+  for (const Bad& b : {Bad{"{\"context\": \"a\", \"choices\": [\"x\"], \"gold\": 3}\n", "\"gold\" = 3"},
+                       Bad{"{\"context\": \"a\", \"choices\": [], \"gold\": 0}\n", "non-empty list"},
+                       Bad{"{\"context\": \"a\", \"gold\": 0}\n", "no field \"choices\""},
+                       Bad{"{\"context\": 7, \"choices\": [\"x\"], \"gold\": 0}\n", "not a string"},
+                       Bad{"{\"context\": \"a\", \"choices\": [\"x\"], \"gold\": -1}\n", "\"gold\" = -1"},
+                       Bad{"not json\n", "not JSON"}}) {
+    SCOPED_TRACE(b.text);
+    const std::string file = dir.write("bad.jsonl", "{\"context\": \"ok\", \"choices\": [\"x\"], "
+                                                    "\"gold\": 0}\n" + b.text).string();
+    const fs::path json = dir.path() / "out" / "r.json";
+    const CommandResult r = run_megatron("eval " + checkpoint().string() +
+                                         " --task multiple-choice --data " + file + kGpt2 +
+                                         "--json " + json.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(file + ":2:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(json));
+  }
+}
+
+TEST(EvalCli, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();
+  const CommandResult r = run_megatron(
+      "eval " + checkpoint().string() + " model.vocab_size=1000 --task perplexity --data " + docs + kGpt2);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the tokenizer has 50257 tokens but the model 1000"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace megatron::cli
