@@ -1,6 +1,7 @@
 // `megatron eval CHECKPOINT --task perplexity|cloze|multiple-choice --data FILE [--json OUT]
-// [overrides]`: loads a checkpoint (any layout that wrote it, or a Hugging Face import) into one
-// process and scores a task; a table on stdout, lm-evaluation-harness's JSON layout in --json.
+// [--nproc N] [overrides]`: loads a checkpoint (any layout that wrote it, or a Hugging Face
+// import) into this job's tensor- and data-parallel layout and scores a task; a table on stdout,
+// lm-evaluation-harness's JSON layout in --json.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -13,11 +14,13 @@
 #include "ckpt/directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
+#include "cli/local_job.hpp"
 #include "cli/progress_line.hpp"
 #include "cli/tokenizer_args.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
+#include "dist/launcher.hpp"
 #include "eval/model_weights.hpp"
 #include "eval/results.hpp"
 #include "recipe/compile.hpp"
@@ -36,31 +39,40 @@ struct EvalArgs {
   std::string field = "text";
   eval::ChoiceFields choice_fields;
   int64_t stride = 32;
+  std::string windows = "both";
   int64_t batch_size = 0;
+  int64_t num_fewshot = 0;
+  std::string fewshot_data;
   int threads = 0;
+  int nproc = 0;
   std::string device;
   TokenizerArgs tokenizer;
   std::vector<std::string> overrides;
 };
 
-// The checkpoint's own recipe, for one process: its model, this machine.
+// The checkpoint's own recipe for a job of `world` ranks: its model, this machine, and (unless
+// overridden) every rank a data-parallel replica.
 recipe::CompiledRecipe compile_for_eval(const ckpt::CheckpointMeta& meta, const fs::path& dir,
-                                        const EvalArgs& a) {
+                                        const EvalArgs& a, int world) {
   const fs::path file = fs::temp_directory_path() / fmt::format("megatron-eval-{}.yaml", ::getpid());
   {
     std::ofstream out(file);
     out << meta.recipe;
   }
-  std::vector<std::string> o{"parallel.tensor=1",        "parallel.pipeline=1",
-                             "parallel.virtual_pipeline=1", "parallel.context=1",
-                             "parallel.sequence_parallel=false", "cluster.nodes=1",
-                             "cluster.gpus_per_node=1",  "training.global_batch_size=" +
-                                 std::to_string(std::max<int64_t>(a.batch_size, 1)),
-                             "training.micro_batch_size=" + std::to_string(std::max<int64_t>(a.batch_size, 1))};
+  const int64_t batch = std::max<int64_t>(a.batch_size, 1);
+  std::vector<std::string> o{"parallel.tensor=1",
+                             "parallel.pipeline=1",
+                             "parallel.virtual_pipeline=1",
+                             "parallel.context=1",
+                             "parallel.sequence_parallel=false",
+                             "cluster.nodes=1",
+                             "cluster.gpus_per_node=" + std::to_string(world),
+                             "training.global_batch_size=" + std::to_string(batch * world),
+                             "training.micro_batch_size=" + std::to_string(batch)};
   if (!a.device.empty()) o.push_back("cluster.device=" + a.device);
   o.insert(o.end(), a.overrides.begin(), a.overrides.end());
   try {
-    recipe::CompiledRecipe c = recipe::compile(file, {.overrides = o});
+    recipe::CompiledRecipe c = recipe::compile(file, {.overrides = o, .world_size = world});
     fs::remove(file);
     c.file = (dir / "recipe").string();
     return c;
@@ -95,24 +107,25 @@ void run_eval(const EvalArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   const std::optional<fs::path> dir = ckpt::resolve_checkpoint(a.checkpoint);
   if (!dir) throw UserError(a.checkpoint + ": no checkpoint there (a save directory with `latest`, or an iter_NNNNNNN directory)");
+  const dist::LaunchInfo launch = dist::launch_info();
+  if (a.nproc > 0 && launch.world_size > 1) {
+    throw UserError(fmt::format("--nproc starts its own job, but this process is already rank {} "
+                                "of {} under {}: drop --nproc",
+                                launch.rank, launch.world_size, launch.launcher));
+  }
+  const int world = a.nproc > 0 ? a.nproc : launch.world_size;
+  const bool rank0 = launch.rank == 0;
+  if (!rank0) spdlog::set_level(spdlog::level::warn);
   const ckpt::CheckpointReader reader(*dir);
-  const recipe::CompiledRecipe compiled = compile_for_eval(reader.meta(), *dir, a);
+  const recipe::CompiledRecipe compiled = compile_for_eval(reader.meta(), *dir, a, world);
+  if (compiled.recipe.parallel.pipeline != 1) {
+    throw UserError("eval runs tensor- and data-parallel layouts: set parallel.pipeline=1 (any "
+                    "layout's checkpoint loads into any of them)");
+  }
   if (compiled.recipe.model.arch != recipe::Arch::Gpt) {
     throw UserError(fmt::format("{}: eval scores causal language models (arch gpt); this checkpoint "
                                 "is {}: fine-tune it instead",
                                 dir->string(), recipe::name_of(compiled.recipe.model.arch)));
-  }
-  // Read every task file before the model is built: bad input costs nothing.
-  std::vector<std::string> documents;
-  std::vector<eval::Choice> questions;
-  if (a.task == "multiple-choice") {
-    questions = eval::read_choices(a.data, a.choice_fields);
-  } else {
-    documents = eval::read_documents(a.data, a.field);
-  }
-  std::vector<fs::path> created;
-  if (!a.json.empty() && fs::path(a.json).has_parent_path()) {
-    created = prepare_output_dir("--json", fs::path(a.json).parent_path().string());
   }
   const auto tokenizer = tokenizer_for(a, compiled.recipe);
   // A token id past the model's vocabulary would index past its embedding.
@@ -122,6 +135,40 @@ void run_eval(const EvalArgs& a) {
                                 dir->string(), tokenizer->vocab_size(),
                                 compiled.recipe.model.vocab_size));
   }
+  // Read every task file before the model is built: bad input costs nothing.
+  std::vector<std::string> documents;
+  std::vector<std::vector<int32_t>> token_documents;  // perplexity of an indexed dataset
+  const std::optional<std::string> indexed =
+      a.task == "perplexity" ? eval::indexed_dataset_prefix(a.data) : std::nullopt;
+  std::vector<eval::Choice> questions;
+  eval::FewShot fewshot{.shots = a.num_fewshot};
+  if (a.task == "multiple-choice") {
+    questions = eval::read_choices(a.data, a.choice_fields);
+    if (a.num_fewshot > 0) {
+      fewshot.examples_are_the_task = a.fewshot_data.empty() || a.fewshot_data == a.data;
+      fewshot.examples = fewshot.examples_are_the_task
+                             ? questions
+                             : eval::read_choices(a.fewshot_data, a.choice_fields);
+      // Too few examples is bad input too: refused before the model loads.
+      if (!questions.empty()) (void)eval::fewshot_context(fewshot, questions.front());
+    }
+  } else if (indexed) {
+    token_documents = eval::read_token_documents(*indexed, tokenizer->vocab_size());
+  } else {
+    documents = eval::read_documents(a.data, a.field);
+  }
+  if (a.nproc > 1) {
+    std::vector<std::string> args = own_arguments_without("--nproc");
+    if (a.threads == 0) {
+      args.push_back("--threads");
+      args.push_back(std::to_string(threads_per_rank(0, a.nproc)));
+    }
+    exec_local_job(a.nproc, args);
+  }
+  std::vector<fs::path> created;
+  if (rank0 && !a.json.empty() && fs::path(a.json).has_parent_path()) {
+    created = prepare_output_dir("--json", fs::path(a.json).parent_path().string());
+  }
   train::ModelContext ctx(compiled, a.threads);
   eval::load_model_weights(reader, *ctx.model, *ctx.backend);
   const model::ModelConfig& c = ctx.config;
@@ -130,40 +177,68 @@ void run_eval(const EvalArgs& a) {
       .batch_size = std::max<int64_t>(a.batch_size, 1),
       .pad_token = tokenizer->special_tokens().eod.value_or(0),
       .vocab_size = std::min<int64_t>(tokenizer->vocab_size(), c.padded_vocab)};
-  spdlog::info("megatron eval {}: task {} on {} ({} {}), max length {}, batch {}, {}",
+  const parallel::ProcessGroups& g = ctx.groups;
+  spdlog::info("megatron eval {}: task {} on {} ({} {}{}), max length {}, batch {}, {} rank{} "
+               "(tensor {} x data {}), {}",
                dir->string(), a.task, a.data,
-               a.task == "multiple-choice" ? questions.size() : documents.size(),
-               a.task == "multiple-choice" ? "questions" : "documents", options.max_length,
-               options.batch_size, ctx.backend->description());
+               a.task == "multiple-choice" ? questions.size()
+                                           : indexed ? token_documents.size()
+                                                     : documents.size(),
+               a.task == "multiple-choice" ? "questions" : "documents",
+               a.num_fewshot > 0 ? fmt::format(", {}-shot", a.num_fewshot) : "",
+               options.max_length, options.batch_size, world, world == 1 ? "" : "s", g.tp_size,
+               g.dp_size, ctx.backend->description());
+  const eval::ScoreGroups groups{.tp = g.tp_size > 1 ? g.tp.get() : nullptr,
+                                 .dp = g.dp_size > 1 ? g.dp.get() : nullptr};
   ProgressLine line;
+  int64_t forwarded = 0;  // tokens through the model, for the rate
+  double scoring_s = 0.0;
   const eval::TaskSetup setup{
       .tokenizer = *tokenizer,
       .prefix_token = options.pad_token,
       .max_length = options.max_length,
-      .score = [&](const std::vector<eval::Request>& requests) {
+      .score = [&](const std::vector<eval::Request>& requests, bool greedy) {
         const auto begin = std::chrono::steady_clock::now();
-        return eval::score(*ctx.model, *ctx.backend, requests, options, [&](int64_t done, int64_t all) {
+        for (const eval::Request& r : requests) {
+          forwarded += std::min<int64_t>(int64_t(r.context.size() + r.continuation.size()) - 1,
+                                         options.max_length);
+        }
+        const eval::ScoreProgress progress = [&](int64_t done, int64_t all) {
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
           const double rate = double(done) / std::max(s, 1e-9);
           line(fmt::format("scored {}/{} requests, {:.1f} requests/s, ETA {:.0f} s", done, all, rate,
                            double(all - done) / std::max(rate, 1e-9)),
                s, done == all);
-        });
+        };
+        eval::ScorerOptions scoring = options;
+        scoring.greedy = greedy;
+        auto scores = eval::score(*ctx.model, *ctx.backend, requests, scoring,
+                                  rank0 ? progress : eval::ScoreProgress{}, groups);
+        scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        return scores;
       }};
   std::vector<eval::TaskResult> results;
   if (a.task == "perplexity") {
-    results.push_back(eval::perplexity_task(documents, setup, a.stride));
+    const eval::PerplexityCorpus corpus =
+        indexed ? eval::corpus_from_tokens(std::move(token_documents), *tokenizer)
+                : eval::corpus_from_text(documents, *tokenizer);
+    const eval::Windows windows = a.windows == "rolling"    ? eval::Windows::Rolling
+                                  : a.windows == "megatron" ? eval::Windows::Megatron
+                                                            : eval::Windows::Both;
+    results.push_back(eval::perplexity_task(corpus, setup, a.stride, windows));
   } else if (a.task == "cloze") {
     results.push_back(eval::cloze_task(documents, setup));
   } else {
-    results.push_back(eval::multiple_choice_task(questions, setup));
+    results.push_back(eval::multiple_choice_task(questions, setup, fewshot));
   }
+  if (!rank0) return;
   std::cout << eval::results_table(results);
   if (!a.json.empty()) {
     const eval::RunInfo info{.checkpoint = dir->string(),
                              .data = a.data,
                              .batch_size = options.batch_size,
                              .max_length = options.max_length,
+                             .num_fewshot = a.num_fewshot,
                              .version = std::string(build_info::version())};
     const std::string tmp = a.json + ".tmp";
     std::ofstream out(tmp);
@@ -176,7 +251,9 @@ void run_eval(const EvalArgs& a) {
     out.close();
     fs::rename(tmp, a.json);
   }
-  spdlog::info("done in {:.1f} s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+  spdlog::info("scored {} tokens in {:.1f} s ({:.0f} tokens/s); done in {:.1f} s{}", forwarded,
+               scoring_s, double(forwarded) / std::max(scoring_s, 1e-9),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                a.json.empty() ? "" : "; results in " + a.json);
 }
 
@@ -191,18 +268,33 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--task", args->task, "perplexity, cloze or multiple-choice")
       ->required()
       ->check(CLI::IsMember({"perplexity", "cloze", "multiple-choice"}));
-  cmd->add_option("--data", args->data, "Task file: .jsonl (or plain text for perplexity)")->required();
+  cmd->add_option("--data", args->data,
+                  "Task file: .jsonl; for perplexity also plain text or an indexed dataset's prefix")
+      ->required();
   cmd->add_option("--field", args->field, "jsonl field holding each document's text (default text)");
   cmd->add_option("--context-field", args->choice_fields.context, "multiple choice: the question (default context)");
   cmd->add_option("--choices-field", args->choice_fields.choices, "multiple choice: the list of answers (default choices)");
   cmd->add_option("--gold-field", args->choice_fields.gold, "multiple choice: the right answer, index or text (default gold)");
   cmd->add_option("--stride", args->stride, "perplexity: Megatron's overlapping-window stride (default 32)")
       ->check(whole_number(int64_t{1} << 30));
+  cmd->add_option("--windows", args->windows,
+                  "perplexity: rolling (lm-evaluation-harness), megatron (overlapping) or both "
+                  "(default)")
+      ->check(CLI::IsMember({"rolling", "megatron", "both"}));
   cmd->add_option("--batch-size", args->batch_size, "Sequences per forward pass (default 1)")
       ->check(whole_number(int64_t{1} << 16));
+  cmd->add_option("--num-fewshot", args->num_fewshot,
+                  "multiple choice: examples before each question (lm-evaluation-harness's first_n)")
+      ->check(whole_number(int64_t{1} << 10));
+  cmd->add_option("--fewshot-data", args->fewshot_data,
+                  "multiple choice: the examples' file (default: the task's own, less the question)");
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");
   cmd->add_option("--threads", args->threads, "CPU threads (default: every core)")->check(parallelism("threads"));
   cmd->add_option("--device", args->device, "cpu, cuda or auto (default: the recipe's)");
+  cmd->add_option("--nproc", args->nproc,
+                  "Start a local job of this many ranks (mpirun -np N); each a data-parallel "
+                  "replica unless parallel.tensor=T says otherwise")
+      ->check(parallelism("processes"));
   args->tokenizer.add_to(cmd, false);
   actions.emplace_back(cmd, [args] { run_eval(*args); });
 }

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
+#include "cli/local_job.hpp"
 #include "ckpt/directory.hpp"
 #include "core/error.hpp"
 #include "core/parallelism.hpp"
@@ -30,31 +31,16 @@ struct RunArgs {
   bool force = false;
 };
 
-std::string self_path() {
-  std::error_code ec;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw RuntimeFailure("cannot find the megatron executable: " + ec.message());
-  return path.string();
-}
-
 // Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
 // after the recipe compiled for N ranks: a bad layout is refused before any rank starts.
 [[noreturn]] void launch_local_job(const RunArgs& args, const recipe::CompiledRecipe& compiled) {
-  const unsigned cores = usable_cores();
-  const int threads = args.threads > 0 ? args.threads : std::max(1, int(cores) / args.nproc);
+  const int threads = threads_per_rank(args.threads, args.nproc);
   // Every rank must agree on the run directory, so it is settled here, once.
   const std::string run_dir =
       train::run_dir_for(compiled, args.run_dir.empty() ? std::nullopt
                                                          : std::optional<std::filesystem::path>(args.run_dir))
           .string();
-  std::vector<std::string> argv = {"mpirun"};
-  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
-  // More ranks than cores: Open MPI refuses unless told; ranks then yield when they wait.
-  if (unsigned(args.nproc) > cores) argv.push_back("--oversubscribe");
-  // Each rank runs its own OpenMP team: pinning a rank to one core would starve it.
-  for (const char* a : {"--bind-to", "none", "-np"}) argv.emplace_back(a);
-  argv.push_back(std::to_string(args.nproc));
-  argv.push_back(self_path());
+  std::vector<std::string> argv;
   argv.push_back("run");
   argv.push_back(args.file);
   argv.insert(argv.end(), args.overrides.begin(), args.overrides.end());
@@ -68,14 +54,7 @@ std::string self_path() {
   }
   // The run directory was checked here, before any rank started.
   argv.push_back("--force");
-  std::vector<char*> raw;
-  for (std::string& a : argv) raw.push_back(a.data());
-  raw.push_back(nullptr);
-  std::fflush(stdout);
-  execvp(raw[0], raw.data());
-  throw RuntimeFailure(fmt::format("cannot start mpirun ({}): install Open MPI (see "
-                                   "docs/building.md) or start the ranks yourself",
-                                   std::strerror(errno)));
+  exec_local_job(args.nproc, argv);
 }
 
 // A single process whose recipe's layout wants more ranks is told how to start them.

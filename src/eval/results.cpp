@@ -23,8 +23,8 @@ nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInf
     tasks[r.task] = t;
     n_samples[r.task] = {{"original", r.samples}, {"effective", r.samples}};
     versions[r.task] = 1.0;
-    n_shot[r.task] = 0;
-    configs[r.task] = {{"task", r.task}, {"dataset_path", info.data}, {"num_fewshot", 0}};
+    n_shot[r.task] = info.num_fewshot;
+    configs[r.task] = {{"task", r.task}, {"dataset_path", info.data}, {"num_fewshot", info.num_fewshot}};
   }
   out["results"] = tasks;
   out["configs"] = configs;

@@ -16,6 +16,7 @@ struct RunInfo {
   std::string data;        // the task file
   int64_t batch_size = 1;
   int64_t max_length = 0;
+  int64_t num_fewshot = 0;
   std::string version;     // megatron's
 };
 

@@ -30,16 +30,56 @@ Laid lay_out(const Request& r, int64_t max_length) {
   return l;
 }
 
+// Each row's largest logit and the first column holding it (torch.argmax's choice), over a
+// block of rows of `width` columns starting at vocabulary column `first`.
+std::vector<float> row_maxima(const std::vector<float>& logits, size_t width, int64_t first) {
+  const size_t rows = width == 0 ? 0 : logits.size() / width;
+  std::vector<float> out(rows * 2);
+  for (size_t i = 0; i < rows; ++i) {
+    const float* row = logits.data() + i * width;
+    const size_t at = size_t(std::max_element(row, row + width) - row);
+    out[2 * i] = row[at];
+    out[2 * i + 1] = float(first + int64_t(at));  // < 2^24: a vocabulary index
+  }
+  return out;
+}
+
+// Every replica's scores on every rank: each request was scored by one replica, so a sum over
+// the replicas of (f32 high part, f32 remainder) is exact.
+void share_scores(tensor::Backend& backend, dist::Communicator& dp, std::vector<Score>& scores,
+                  const std::vector<bool>& mine) {
+  std::vector<float> packed(scores.size() * 4, 0.0f);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!mine[i]) continue;
+    const float hi = float(scores[i].logprob);
+    packed[4 * i] = hi;
+    packed[4 * i + 1] = float(scores[i].logprob - double(hi));
+    packed[4 * i + 2] = scores[i].greedy ? 1.0f : 0.0f;
+    packed[4 * i + 3] = float(scores[i].tokens);  // < 2^24: a request is one sequence
+  }
+  tensor::Tensor t = tensor::from_floats(backend, packed, {int64_t(packed.size())});
+  dp.all_reduce(t);
+  packed = tensor::to_floats(backend, t);
+  for (size_t i = 0; i < scores.size(); ++i) {
+    scores[i] = {.logprob = double(packed[4 * i]) + double(packed[4 * i + 1]),
+                 .greedy = packed[4 * i + 2] > 0.5f,
+                 .tokens = int64_t(packed[4 * i + 3])};
+  }
+}
+
 }  // namespace
 
 std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& backend,
                          const std::vector<Request>& requests, const ScorerOptions& o,
-                         const ScoreProgress& progress) {
+                         const ScoreProgress& progress, const ScoreGroups& groups) {
   for (const Request& r : requests) {
     if (r.continuation.empty() || r.context.size() + r.continuation.size() < 2) {
       throw std::invalid_argument("a request needs a continuation and one token before it");
     }
   }
+  const int replicas = groups.dp ? groups.dp->size() : 1;
+  const int replica = groups.dp ? groups.dp->rank() : 0;
+  const int tp_size = groups.tp ? groups.tp->size() : 1;
   // Longest first: batches of similar length, and a memory problem shows at once.
   std::vector<size_t> order(requests.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -48,8 +88,11 @@ std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& bac
            requests[b].context.size() + requests[b].continuation.size();
   });
   std::vector<Score> out(requests.size());
+  std::vector<bool> mine(requests.size(), false);
   const model::Pass pass{.backend = backend, .training = false};
-  for (size_t first = 0; first < order.size(); first += size_t(o.batch_size)) {
+  size_t batch_index = 0;
+  for (size_t first = 0; first < order.size(); first += size_t(o.batch_size), ++batch_index) {
+    if (int(batch_index % size_t(replicas)) != replica) continue;
     const size_t count = std::min(order.size() - first, size_t(o.batch_size));
     std::vector<Laid> laid;
     int64_t seq = 1;
@@ -65,6 +108,15 @@ std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& bac
       std::copy(laid[k].targets.begin(), laid[k].targets.end(), labels.begin() + std::ptrdiff_t(k) * seq);
       for (int64_t t = 0; t < seq; ++t) positions[size_t(int64_t(k) * seq + t)] = int32_t(t);
     }
+    // The scored rows and their labels: only they get logits.
+    std::vector<int32_t> scored_rows, scored_labels;
+    for (size_t k = 0; k < count; ++k) {
+      for (size_t t = laid[k].first_scored; t < laid[k].targets.size(); ++t) {
+        scored_rows.push_back(int32_t(int64_t(k) * seq + int64_t(t)));
+        scored_labels.push_back(laid[k].targets[t]);
+      }
+    }
+    const int64_t n = int64_t(scored_rows.size());
     const std::vector<float> mask(size_t(rows), 0.0f);
     const model::Batch batch{.batch = int64_t(count),
                              .seq = seq,
@@ -72,31 +124,45 @@ std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& bac
                              .labels = tensor::from_ints(backend, labels, {rows}),
                              .loss_mask = tensor::from_floats(backend, mask, {rows}),
                              .positions = tensor::from_ints(backend, positions, {rows})};
-    model::HeadOutputs outputs{.want_logits = true};
+    model::HeadOutputs outputs{.want_logits = o.greedy,
+                               .score_rows = tensor::from_ints(backend, scored_rows, {n}),
+                               .score_labels = tensor::from_ints(backend, scored_labels, {n}),
+                               .score_vocab = o.vocab_size};
     model.forward(pass, batch, nullptr, &outputs);
-    for (size_t k = 0; k < count; ++k) {
-      Score& s = out[order[first + k]];
-      for (size_t t = laid[k].first_scored; t < laid[k].targets.size(); ++t) {
-        const int64_t row = int64_t(k) * seq + int64_t(t);
-        const std::vector<float> logits = tensor::to_floats(backend, outputs.logits.slice(row, row + 1));
-        const int32_t label = laid[k].targets[t];
-        double max = -INFINITY;
-        int64_t argmax = 0;
-        for (int64_t v = 0; v < o.vocab_size; ++v) {
-          if (logits[size_t(v)] > max) {
-            max = logits[size_t(v)];
-            argmax = v;
+    const std::vector<float> logprobs = tensor::to_floats(backend, outputs.label_logprobs);
+    // Greedy: the label is the argmax over the whole vocabulary, the first of the shards'
+    // maxima (shards in column order) where they tie.
+    std::vector<float> maxima;
+    if (o.greedy) {
+      const size_t width = size_t(outputs.logits.shape()[1]);
+      maxima = row_maxima(tensor::to_floats(backend, outputs.logits), width, outputs.vocab_first);
+      if (tp_size > 1) {
+        const tensor::Tensor mine_t = tensor::from_floats(backend, maxima, {int64_t(maxima.size())});
+        tensor::Tensor all = backend.empty({int64_t(maxima.size()) * tp_size}, tensor::DType::F32);
+        groups.tp->all_gather(mine_t, all);
+        const std::vector<float> shards = tensor::to_floats(backend, all);
+        std::copy_n(shards.begin(), maxima.size(), maxima.begin());  // shard 0's
+        for (size_t i = 0; i < size_t(n); ++i) {
+          for (int r = 1; r < tp_size; ++r) {
+            const float* m = shards.data() + (size_t(r) * size_t(n) + i) * 2;
+            if (m[0] > maxima[2 * i]) std::copy_n(m, 2, maxima.begin() + std::ptrdiff_t(2 * i));
           }
         }
-        double sum = 0.0;
-        for (int64_t v = 0; v < o.vocab_size; ++v) sum += std::exp(double(logits[size_t(v)]) - max);
-        s.logprob += double(logits[size_t(label)]) - max - std::log(sum);
-        s.greedy = s.greedy && argmax == label;
+      }
+    }
+    size_t i = 0;
+    for (size_t k = 0; k < count; ++k) {
+      Score& s = out[order[first + k]];
+      mine[order[first + k]] = true;
+      for (size_t t = laid[k].first_scored; t < laid[k].targets.size(); ++t, ++i) {
+        s.logprob += double(logprobs[i]);
+        if (o.greedy) s.greedy = s.greedy && int64_t(maxima[2 * i + 1]) == laid[k].targets[t];
         ++s.tokens;
       }
     }
     if (progress) progress(int64_t(first + count), int64_t(order.size()));
   }
+  if (replicas > 1) share_scores(backend, *groups.dp, out, mine);
   return out;
 }
 

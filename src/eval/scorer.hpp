@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "dist/communicator.hpp"
 #include "model/language_model.hpp"
 
 namespace megatron::eval {
@@ -18,7 +19,7 @@ struct Request {
 
 struct Score {
   double logprob = 0.0;  // sum over the continuation's tokens
-  bool greedy = true;    // every continuation token was the argmax
+  bool greedy = true;    // every continuation token was the argmax (when asked for)
   int64_t tokens = 0;    // continuation tokens scored
 };
 
@@ -27,16 +28,28 @@ struct ScorerOptions {
   int64_t batch_size = 1;   // sequences per forward pass
   int32_t pad_token = 0;    // fills short sequences (causal: it never influences a real token)
   int64_t vocab_size = 0;   // the tokenizer's: log-softmax and argmax over these columns only
+  bool greedy = true;       // find each token's argmax (Score::greedy); perplexity needs none
+};
+
+// How a job's ranks share the work: data-parallel replicas take the batches in turn; the
+// tensor-parallel peers of a replica score the same batch, each holding a vocabulary shard (the
+// model's tp group). Null groups: one process scores everything.
+struct ScoreGroups {
+  dist::Communicator* tp = nullptr;
+  dist::Communicator* dp = nullptr;
 };
 
 // Progress: (requests done, requests in all).
 using ScoreProgress = std::function<void(int64_t, int64_t)>;
 
-// Scores every request with `model` (one process holding the whole model); results in request
-// order. Log-probabilities are computed in double from the f32 logits, over the tokenizer's
-// vocabulary (padding rows excluded, as a Hugging Face model has none).
+// Scores every request with `model`; results in request order, on every rank. Only the
+// continuation's positions get logits; log-probabilities come from the backend's f32
+// cross-entropy over the tokenizer's vocabulary (padding columns excluded, as a Hugging Face
+// model has none) and are summed in double. Batches do not depend on the layout, so neither do
+// the scores (but for the f32 reduction order of tensor-parallel layers). Collective over the
+// groups' ranks.
 std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& backend,
                          const std::vector<Request>& requests, const ScorerOptions& options,
-                         const ScoreProgress& progress = {});
+                         const ScoreProgress& progress = {}, const ScoreGroups& groups = {});
 
 }  // namespace megatron::eval

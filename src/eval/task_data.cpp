@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "data/indexed_dataset.hpp"
+#include "data/token_ids.hpp"
 
 namespace megatron::eval {
 namespace {
@@ -108,6 +111,35 @@ std::vector<Choice> read_choices(const std::string& path, const ChoiceFields& f)
     out.push_back(std::move(c));
   });
   if (out.empty()) throw UserError(fmt::format("{}: no questions", path));
+  return out;
+}
+
+std::optional<std::string> indexed_dataset_prefix(const std::string& path) {
+  std::string prefix = path;
+  for (const char* ext : {".bin", ".idx"}) {
+    if (prefix.ends_with(ext)) prefix.resize(prefix.size() - 4);
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(prefix + ".bin", ec) &&
+      std::filesystem::is_regular_file(prefix + ".idx", ec)) {
+    return prefix;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::vector<int32_t>> read_token_documents(const std::string& prefix, int64_t vocab_size) {
+  const data::IndexedDataset dataset(prefix);
+  data::check_token_ids(dataset, vocab_size);
+  const auto bounds = dataset.document_indices();
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t d = 0; d < dataset.documents(); ++d) {
+    std::vector<int32_t> doc;
+    for (int64_t i = bounds[size_t(d)]; i < bounds[size_t(d) + 1]; ++i) {
+      const std::vector<int32_t> part = dataset.tokens(i);
+      doc.insert(doc.end(), part.begin(), part.end());
+    }
+    if (!doc.empty()) out.push_back(std::move(doc));
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@ namespace megatron::eval {
 // Every document of a .jsonl file (`field` of each line) or, for any other file, its whole text
 // as one document.
 std::vector<std::string> read_documents(const std::string& path, const std::string& field);
+
+// A Megatron indexed dataset's prefix (PREFIX.bin and PREFIX.idx exist; `path` may also name
+// either file): what perplexity reads as token documents.
+std::optional<std::string> indexed_dataset_prefix(const std::string& path);
+
+// Each document of the indexed dataset at `prefix`, its sequences joined, every id checked to lie
+// in [0, vocab_size) (a UserError naming the dataset and sequence otherwise).
+std::vector<std::vector<int32_t>> read_token_documents(const std::string& prefix, int64_t vocab_size);
 
 struct Choice {
   std::string context;

@@ -53,52 +53,78 @@ int64_t space_split_pieces_of_stripped(const std::string& text) {
   return int64_t(std::count(text.begin() + std::ptrdiff_t(b), text.begin() + std::ptrdiff_t(e), ' ')) + 1;
 }
 
-TaskResult perplexity_task(const std::vector<std::string>& documents, const TaskSetup& s,
-                           int64_t stride) {
+PerplexityCorpus corpus_from_text(const std::vector<std::string>& documents,
+                                  const data::Tokenizer& tokenizer) {
+  PerplexityCorpus c;
+  for (size_t d = 0; d < documents.size(); ++d) {
+    c.documents.push_back(tokenizer.encode(documents[d]));
+    c.texts.push_back(documents[d]);
+    c.stream_text += (d == 0 ? "" : "\n") + documents[d];
+  }
+  c.stream = tokenizer.encode(c.stream_text);
+  return c;
+}
+
+PerplexityCorpus corpus_from_tokens(std::vector<std::vector<int32_t>> documents,
+                                    const data::Tokenizer& tokenizer) {
+  PerplexityCorpus c;
+  const std::optional<int32_t> eod = tokenizer.special_tokens().eod;
+  for (std::vector<int32_t>& doc : documents) {
+    c.stream.insert(c.stream.end(), doc.begin(), doc.end());
+    if (eod && !doc.empty() && doc.back() == *eod) doc.pop_back();
+    if (doc.empty()) continue;
+    c.texts.push_back(tokenizer.decode(doc));
+    c.stream_text += (c.documents.empty() ? "" : "\n") + c.texts.back();
+    c.documents.push_back(std::move(doc));
+  }
+  return c;
+}
+
+TaskResult perplexity_task(const PerplexityCorpus& c, const TaskSetup& s, int64_t stride,
+                           Windows which) {
+  const bool rolling = which != Windows::Megatron, megatron = which != Windows::Rolling;
   // lm-evaluation-harness: each document on its own, rolling windows.
   std::vector<Request> requests;
-  std::vector<size_t> doc_of;
-  std::vector<int32_t> corpus;
-  std::string joined;
-  for (size_t d = 0; d < documents.size(); ++d) {
-    const std::vector<int32_t> tokens = s.tokenizer.encode(documents[d]);
-    for (Request& r : rolling_windows(tokens, s.prefix_token, s.max_length)) {
-      requests.push_back(std::move(r));
-      doc_of.push_back(d);
-    }
-    joined += (d == 0 ? "" : "\n") + documents[d];
+  for (size_t d = 0; rolling && d < c.documents.size(); ++d) {
+    for (Request& r : rolling_windows(c.documents[d], s.prefix_token, s.max_length)) requests.push_back(std::move(r));
   }
-  // Megatron: the corpus as one text, tokenized once, overlapping windows.
-  corpus = s.tokenizer.encode(joined);
+  // Megatron: the corpus as one stream, overlapping windows.
   const std::vector<Request> windows =
-      overlapping_windows(corpus, s.max_length, stride > 0 ? stride : s.max_length);
+      megatron ? overlapping_windows(c.stream, s.max_length, stride > 0 ? stride : s.max_length)
+               : std::vector<Request>{};
   std::vector<Request> all = requests;
   all.insert(all.end(), windows.begin(), windows.end());
   if (all.empty()) throw UserError("the perplexity corpus holds no tokens to score");
-  const std::vector<Score> scores = s.score(all);
+  const std::vector<Score> scores = s.score(all, false);
 
   double ll = 0.0, words = 0.0, bytes = 0.0;
   for (size_t i = 0; i < requests.size(); ++i) ll += scores[i].logprob;
-  for (const std::string& doc : documents) {
+  for (const std::string& doc : c.texts) {
     words += double(whitespace_split_pieces(doc));
     bytes += double(doc.size());
   }
   double window_loss = 0.0;
   for (size_t i = requests.size(); i < scores.size(); ++i) window_loss -= scores[i].logprob;
-  const double targets = double(std::max<int64_t>(int64_t(corpus.size()) - 1, 1));
+  const double targets = double(std::max<int64_t>(int64_t(c.stream.size()) - 1, 1));
   const double val_loss = window_loss / targets;
-  const double original = double(space_split_pieces_of_stripped(joined));
+  const double original = double(space_split_pieces_of_stripped(c.stream_text));
   const double token_ratio = targets / std::max(original - 1.0, 1.0);
-  TaskResult r{.task = "perplexity", .samples = int64_t(documents.size())};
-  r.metrics = {
-      {.name = "word_perplexity", .value = std::exp(-ll / words), .higher_is_better = false},
-      {.name = "byte_perplexity", .value = std::exp(-ll / bytes), .higher_is_better = false},
-      {.name = "bits_per_byte", .value = -ll / bytes / std::numbers::ln2, .higher_is_better = false},
-      {.name = "megatron_lm_loss", .value = val_loss, .higher_is_better = false},
-      {.name = "megatron_ppl", .value = std::exp(std::min(20.0, val_loss)), .higher_is_better = false},
-      {.name = "megatron_adjusted_ppl", .value = std::exp(std::min(20.0, val_loss * token_ratio)),
-       .higher_is_better = false},
-      {.name = "megatron_token_ratio", .value = token_ratio, .higher_is_better = false}};
+  TaskResult r{.task = "perplexity", .samples = int64_t(c.documents.size())};
+  if (rolling) {
+    r.metrics = {
+        {.name = "word_perplexity", .value = std::exp(-ll / words), .higher_is_better = false},
+        {.name = "byte_perplexity", .value = std::exp(-ll / bytes), .higher_is_better = false},
+        {.name = "bits_per_byte", .value = -ll / bytes / std::numbers::ln2, .higher_is_better = false}};
+  }
+  if (megatron) {
+    r.metrics.insert(
+        r.metrics.end(),
+        {{.name = "megatron_lm_loss", .value = val_loss, .higher_is_better = false},
+         {.name = "megatron_ppl", .value = std::exp(std::min(20.0, val_loss)), .higher_is_better = false},
+         {.name = "megatron_adjusted_ppl", .value = std::exp(std::min(20.0, val_loss * token_ratio)),
+          .higher_is_better = false},
+         {.name = "megatron_token_ratio", .value = token_ratio, .higher_is_better = false}});
+  }
   return r;
 }
 
@@ -118,7 +144,7 @@ TaskResult cloze_task(const std::vector<std::string>& documents, const TaskSetup
     tokens.pop_back();
     requests.push_back({.context = std::move(tokens), .continuation = {last}});
   }
-  const std::vector<Score> scores = s.score(requests);
+  const std::vector<Score> scores = s.score(requests, true);
   std::vector<double> strict, last_token;
   double ll = 0.0;
   for (size_t d = 0; d < documents.size(); ++d) {
@@ -134,17 +160,19 @@ TaskResult cloze_task(const std::vector<std::string>& documents, const TaskSetup
   return r;
 }
 
-TaskResult multiple_choice_task(const std::vector<Choice>& questions, const TaskSetup& s) {
+TaskResult multiple_choice_task(const std::vector<Choice>& questions, const TaskSetup& s,
+                                const FewShot& fewshot) {
   std::vector<Request> requests;
   for (const Choice& q : questions) {
+    const std::string context = fewshot_context(fewshot, q);
     for (const std::string& choice : q.choices) {
-      requests.push_back(encode_pair(s.tokenizer, q.context, " " + choice, s.prefix_token));
+      requests.push_back(encode_pair(s.tokenizer, context, " " + choice, s.prefix_token));
       if (requests.back().continuation.empty()) {
         throw UserError("a choice encodes to no tokens: \"" + choice + "\"");
       }
     }
   }
-  const std::vector<Score> scores = s.score(requests);
+  const std::vector<Score> scores = s.score(requests, false);
   std::vector<double> acc, acc_norm, acc_bytes;
   size_t next = 0;
   for (const Choice& q : questions) {

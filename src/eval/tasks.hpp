@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/tokenizer.hpp"
+#include "eval/fewshot.hpp"
 #include "eval/scorer.hpp"
 #include "eval/task_data.hpp"
 
@@ -28,8 +29,9 @@ struct TaskResult {
   std::vector<Metric> metrics;
 };
 
-// Scores requests with the model (eval::score bound to it).
-using ScoreFn = std::function<std::vector<Score>(const std::vector<Request>&)>;
+// Scores requests with the model (eval::score bound to it); `greedy`: whether the task reads
+// Score::greedy.
+using ScoreFn = std::function<std::vector<Score>(const std::vector<Request>&, bool greedy)>;
 
 struct TaskSetup {
   const data::Tokenizer& tokenizer;
@@ -38,11 +40,35 @@ struct TaskSetup {
   ScoreFn score;
 };
 
+// What perplexity scores: each document's tokens and its text (words and bytes are counted on
+// the text), and the token stream Megatron's overlapping windows run over, with its text.
+struct PerplexityCorpus {
+  std::vector<std::vector<int32_t>> documents;
+  std::vector<std::string> texts;
+  std::vector<int32_t> stream;
+  std::string stream_text;
+};
+
+// Text documents: each encoded on its own (lm-evaluation-harness), and joined by newlines then
+// encoded once (Megatron's tasks/zeroshot_gpt).
+PerplexityCorpus corpus_from_text(const std::vector<std::string>& documents,
+                                  const data::Tokenizer& tokenizer);
+// Token documents (an indexed dataset): the stream is the documents as stored; a document's
+// trailing end-of-document token is not part of its text, so it is not scored per document.
+PerplexityCorpus corpus_from_tokens(std::vector<std::vector<int32_t>> documents,
+                                    const data::Tokenizer& tokenizer);
+
+// Which perplexities to compute: lm-evaluation-harness's rolling windows (word, byte, bits per
+// byte), Megatron's overlapping windows (loss, ppl, adjusted ppl), or both.
+enum class Windows { Both, Rolling, Megatron };
+
 // stride: Megatron's --overlapping-eval (its windows advance by it; 0 means max_length).
-TaskResult perplexity_task(const std::vector<std::string>& documents, const TaskSetup& setup,
-                           int64_t stride);
+TaskResult perplexity_task(const PerplexityCorpus& corpus, const TaskSetup& setup, int64_t stride,
+                           Windows windows = Windows::Both);
 TaskResult cloze_task(const std::vector<std::string>& documents, const TaskSetup& setup);
-TaskResult multiple_choice_task(const std::vector<Choice>& questions, const TaskSetup& setup);
+// fewshot: examples put before each question (none by default).
+TaskResult multiple_choice_task(const std::vector<Choice>& questions, const TaskSetup& setup,
+                                const FewShot& fewshot = {});
 
 // Counts as Python counts them: code points of UTF-8 text; pieces of re.split(r"\s+", text);
 // pieces of text.strip().split(" ").

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "tensor/host_io.hpp"
 
@@ -51,6 +52,35 @@ void LmHead::combine_vocab_shards(tensor::Backend& b, Tensor& loss, Tensor& lse)
   tensor::write_floats(b, loss, whole_loss);
 }
 
+void LmHead::score(tensor::Backend& b, const Tensor& features, HeadOutputs& o) const {
+  const int64_t n = o.score_rows.numel();
+  const int64_t first = tp_.shard_begin(config_.padded_vocab);
+  // Only the columns below score_vocab: a Hugging Face model has no padding columns, and a
+  // padding column's logit (0) would take its share of the softmax.
+  const int64_t columns = std::clamp<int64_t>(o.score_vocab - first, 0, output_.value.dim(0));
+  if (columns == 0) {
+    throw std::invalid_argument("a tensor-parallel rank holds no column of the scored vocabulary");
+  }
+  Tensor picked = b.empty({n, features.dim(1)}, features.dtype());
+  b.embedding_forward(o.score_rows, features, picked);  // a gather of rows
+  Tensor logits = b.empty({n, columns}, DType::F32);
+  b.gemm(picked, false, output_.value.slice(0, columns), true, logits);
+  if (bias_) {
+    Tensor bias = b.empty({columns}, DType::F32);
+    b.copy(bias_->value.slice(0, columns), bias);
+    b.bias_add(logits, bias);
+  }
+  Tensor loss = b.empty({n}, DType::F32), lse = b.empty({n}, DType::F32);
+  b.cross_entropy_forward(logits, o.score_labels, loss, lse, {.first = first, .partial = tp_.active()});
+  if (tp_.active()) combine_vocab_shards(b, loss, lse);
+  b.scale(loss, -1.0f);
+  o.label_logprobs = loss;
+  if (o.want_logits) {
+    o.logits = logits;
+    o.vocab_first = first;
+  }
+}
+
 void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHeadSaved* saved,
                      Losses& losses, HeadOutputs* outputs) const {
   tensor::Backend& b = pass.backend;
@@ -65,6 +95,10 @@ void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHe
     s.features = parallel::gather_sequence(b, tp_, norm_->forward(b, s.act, s.norm));
   } else {
     s.features = parallel::gather_sequence(b, tp_, x);
+  }
+  if (outputs && outputs->scoring()) {
+    score(b, s.features, *outputs);
+    return;
   }
   s.logits = b.empty({rows, output_.value.dim(0)}, DType::F32);
   b.gemm(s.features, false, output_.value, true, s.logits);

@@ -39,6 +39,8 @@ class LmHead {
  private:
   // The vocab-parallel loss: each rank's shard gives its log-sum-exp and target logit.
   void combine_vocab_shards(tensor::Backend& b, tensor::Tensor& loss, tensor::Tensor& lse) const;
+  // HeadOutputs' scoring: the chosen rows' logits and label log-probabilities.
+  void score(tensor::Backend& b, const tensor::Tensor& features, HeadOutputs& outputs) const;
   // dlogits [rows, vocab shard] f32 -> the output weight's gradient and d features.
   tensor::Tensor output_backward(tensor::Backend& b, tensor::Tensor dlogits,
                                  const tensor::Tensor& features) const;

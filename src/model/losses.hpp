@@ -34,6 +34,16 @@ struct HeadOutputs {
   tensor::Tensor logits;
   int64_t vocab_first = 0;
   std::vector<float> sentence_logits;  // binary head: [batch * 2]
+
+  // Scoring (evaluation) instead of losses: only the rows named in score_rows (i32 [n]) get
+  // logits, over the vocabulary's first score_vocab columns (the tokenizer's: padding columns
+  // are left out), and label_logprobs (f32 [n]) is each such row's log-probability of its
+  // label in score_labels (i32 [n]), over the whole vocabulary. logits (with want_logits) is
+  // then [n, this shard's columns below score_vocab]. No losses are summed.
+  tensor::Tensor score_rows, score_labels;
+  int64_t score_vocab = 0;
+  tensor::Tensor label_logprobs;
+  bool scoring() const { return score_rows.numel() > 0; }
 };
 
 }  // namespace megatron::model

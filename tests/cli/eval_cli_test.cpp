@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
@@ -106,6 +108,103 @@ TEST(EvalCli, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
       "eval " + checkpoint().string() + " model.vocab_size=1000 --task perplexity --data " + docs + kGpt2);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the tokenizer has 50257 tokens but the model 1000"), std::string::npos) << r.err;
+}
+
+// The metrics of a results file, by name.
+std::map<std::string, double> metrics_of(const fs::path& json) {
+  std::map<std::string, double> out;
+  const auto j = nlohmann::json::parse(slurp(json));
+  for (const auto& [task, values] : j["results"].items()) {
+    for (const auto& [key, value] : values.items()) {
+      if (value.is_number()) out[task + "/" + key] = value.get<double>();
+    }
+  }
+  return out;
+}
+
+TEST(EvalCli, EveryLayoutScoresTheSameNumbers) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("docs.jsonl",
+                                     "{\"text\": \"It is a truth universally acknowledged, that a "
+                                     "single man in possession of a good fortune, must be in want "
+                                     "of a wife.\"}\n{\"text\": \"Emma Woodhouse, handsome, clever, "
+                                     "and rich, with a comfortable home and happy disposition.\"}\n"
+                                     "{\"text\": \"She was the youngest of the two daughters.\"}\n").string();
+  std::map<std::string, double> one;
+  for (const std::string layout : {"--threads 1", "--nproc 2", "--nproc 2 parallel.tensor=2"}) {
+    SCOPED_TRACE(layout);
+    const fs::path json = dir.path() / "r.json";
+    const CommandResult r = run_job("eval " + checkpoint().string() + " --task perplexity --data " +
+                                    docs + kGpt2 + "--batch-size 2 --json " + json.string() + " " + layout);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto got = metrics_of(json);
+    if (one.empty()) {
+      one = got;
+      continue;
+    }
+    ASSERT_EQ(got.size(), one.size());
+    // Data-parallel ranks run the very batches one process runs; tensor-parallel layers add
+    // their partial sums in another order (f32, a model of width 128: well under 1e-5).
+    for (const auto& [key, value] : one) EXPECT_NEAR(got.at(key), value, 1e-5 * std::abs(value)) << key;
+  }
+}
+
+TEST(EvalCli, AnIndexedDatasetHasTheWordAndBytePerplexitiesOfItsText) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("docs.jsonl",
+                                     "{\"text\": \"It is a truth universally acknowledged, that a "
+                                     "single man must be in want of a wife.\"}\n{\"text\": \"Emma "
+                                     "Woodhouse, handsome, clever, and rich.\"}\n").string();
+  const std::string prefix = (dir.path() / "docs").string();
+  ASSERT_EQ(run_megatron("preprocess --quiet --input " + docs + " --output-prefix " + prefix +
+                         " --tokenizer gpt2-bpe" + kGpt2 + "--append-eod").exit_code, 0);
+  const fs::path from_text = dir.path() / "text.json", from_tokens = dir.path() / "tokens.json";
+  const std::string base = "eval " + checkpoint().string() + " --task perplexity" + kGpt2 + "--data ";
+  ASSERT_EQ(run_megatron(base + docs + " --json " + from_text.string()).exit_code, 0);
+  const CommandResult r = run_megatron(base + prefix + "_text_document --json " + from_tokens.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto text = metrics_of(from_text), tokens = metrics_of(from_tokens);
+  // The same tokens, scored in the same windows (the stored end-of-document is not text).
+  for (const char* key : {"perplexity/word_perplexity,none", "perplexity/byte_perplexity,none",
+                          "perplexity/bits_per_byte,none"}) {
+    EXPECT_DOUBLE_EQ(tokens.at(key), text.at(key)) << key;
+  }
+  // Megatron's stream holds the stored end-of-document tokens where the text had newlines.
+  EXPECT_NE(tokens.at("perplexity/megatron_lm_loss,none"), text.at("perplexity/megatron_lm_loss,none"));
+}
+
+TEST(EvalCli, APipelineLayoutIsRefusedBeforeAnyRankStarts) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();
+  const CommandResult r = run_megatron("eval " + checkpoint().string() +
+                                       " parallel.pipeline=2 --nproc 2 --task perplexity --data " + docs + kGpt2);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("set parallel.pipeline=1"), std::string::npos) << r.err;
+}
+
+TEST(EvalCli, FewShotPromptsAreRecordedAndTooFewExamplesAreRefused) {
+  test_support::TempDir dir;
+  const std::string mc = dir.write("mc.jsonl",
+                                   "{\"context\": \"The sky is\", \"choices\": [\"blue\", \"green\"], "
+                                   "\"gold\": 0}\n{\"context\": \"Grass is\", \"choices\": [\"blue\", "
+                                   "\"green\"], \"gold\": 1}\n{\"context\": \"Snow is\", \"choices\": "
+                                   "[\"white\", \"black\"], \"gold\": 0}\n").string();
+  const fs::path zero = dir.path() / "zero.json", two = dir.path() / "two.json";
+  const std::string base = "eval " + checkpoint().string() + " --task multiple-choice --data " + mc + kGpt2;
+  ASSERT_EQ(run_megatron(base + "--json " + zero.string()).exit_code, 0);
+  const CommandResult r = run_megatron(base + "--num-fewshot 2 --json " + two.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(two));
+  EXPECT_EQ(j["n-shot"]["multiple_choice"], 2);
+  EXPECT_EQ(j["configs"]["multiple_choice"]["num_fewshot"], 2);
+  EXPECT_EQ(metrics_of(zero).size(), metrics_of(two).size());
+
+  const fs::path json = dir.path() / "out" / "r.json";
+  const CommandResult bad = run_megatron(base + "--num-fewshot 5 --json " + json.string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--num-fewshot 5 needs 5 examples besides each question, but the few-shot file has only 2"),
+            std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(json.parent_path()));
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+// Starting a local job of N ranks: the process replaces itself with `mpirun -np N megatron ...`,
+// as `megatron run --nproc` and `megatron eval --nproc` do.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace megatron::cli {
+
+// The running megatron executable's path.
+std::string self_path();
+
+// This process's own arguments (after the executable), less `option` and its value (as
+// "--option V" or "--option=V").
+std::vector<std::string> own_arguments_without(const std::string& option);
+
+// CPU threads per rank when N ranks share this machine's cores (`threads` when given).
+int threads_per_rank(int threads, int nproc);
+
+// Replaces this process with mpirun running `megatron <arguments>` on `nproc` ranks. Throws
+// RuntimeFailure when mpirun cannot start.
+[[noreturn]] void exec_local_job(int nproc, const std::vector<std::string>& arguments);
+
+}  // namespace megatron::cli
