@@ -3,8 +3,9 @@
 # exports it with `megatron convert --to hf`, builds perplexity, cloze (LAMBADA-style) and
 # multiple-choice (zero- and few-shot) tasks from the corpus as local jsonl files, and scores
 # each with `megatron eval` on the checkpoint and with PyPI's lm-eval (hf model, transformers,
-# torch) on the export. Every metric both report must agree within 1e-4 relative; the whole-
-# process time of each side, and its ratio, are printed per task (same threads, same batch).
+# torch) on the export. Every metric both report, and every request's log-likelihood in both
+# sides' logged samples, must agree within 1e-4 relative (is_greedy exactly); the whole-process
+# time of each side, and its ratio, are printed per task (same threads, same batch).
 #
 #   scripts/bench/eval_lm_eval.sh [--iters N] [--docs N] [--questions N] [--batch B] [--threads T]
 #                                 [--work DIR]
@@ -75,11 +76,11 @@ run_pair() {  # name lm-eval-task megatron-args...
   local t0 t1 t2
   t0=$(seconds)
   "$megatron" eval "$work/ckpt" "$@" --batch-size "$batch" --threads "$threads" \
-    --json "$work/ours/$name.json" >"$work/ours-$name.log" 2>&1 || { cat "$work/ours-$name.log" >&2; return 1; }
+    --json "$work/ours/$name.json" --log-samples "$work/ours/$name.samples.jsonl" >"$work/ours-$name.log" 2>&1 || { cat "$work/ours-$name.log" >&2; return 1; }
   t1=$(seconds)
   "$python" -m lm_eval --model hf --model_args "pretrained=$work/hf,dtype=float32" \
     --include_path "$work/tasks/tasks" --tasks "$their" --device cpu --batch_size "$batch" \
-    --output_path "$work/theirs/$name" >"$work/theirs-$name.log" 2>&1 || { tail -30 "$work/theirs-$name.log" >&2; return 1; }
+    --output_path "$work/theirs/$name" --log_samples >"$work/theirs-$name.log" 2>&1 || { tail -30 "$work/theirs-$name.log" >&2; return 1; }
   t2=$(seconds)
   awk -v n="$name" -v a="$t0" -v b="$t1" -v c="$t2" \
     'BEGIN { printf "%-26s %12.1f %12.1f %8.2f\n", n, b - a, c - b, (c - b) / (b - a) }'

@@ -36,6 +36,7 @@ struct EvalArgs {
   std::string task;
   std::string data;
   std::string json;
+  std::string log_samples;
   std::string field = "text";
   eval::ChoiceFields choice_fields;
   int64_t stride = 32;
@@ -103,6 +104,21 @@ std::unique_ptr<data::Tokenizer> tokenizer_for(const EvalArgs& a, const recipe::
   return t.load();
 }
 
+// `text` into `path` whole or not at all (through a temporary beside it); on failure the
+// directories this run created are removed too.
+void write_whole(const std::string& path, const std::string& text, const std::vector<fs::path>& created) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp);
+  out << text;
+  if (!out.flush()) {
+    fs::remove(tmp);
+    remove_created(created);
+    throw RuntimeFailure("cannot write " + path);
+  }
+  out.close();
+  fs::rename(tmp, path);
+}
+
 void run_eval(const EvalArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   const std::optional<fs::path> dir = ckpt::resolve_checkpoint(a.checkpoint);
@@ -166,8 +182,11 @@ void run_eval(const EvalArgs& a) {
     exec_local_job(a.nproc, args);
   }
   std::vector<fs::path> created;
-  if (rank0 && !a.json.empty() && fs::path(a.json).has_parent_path()) {
-    created = prepare_output_dir("--json", fs::path(a.json).parent_path().string());
+  for (const auto& [flag, file] : {std::pair{"--json", a.json}, std::pair{"--log-samples", a.log_samples}}) {
+    if (rank0 && !file.empty() && fs::path(file).has_parent_path()) {
+      const std::vector<fs::path> made = prepare_output_dir(flag, fs::path(file).parent_path().string());
+      created.insert(created.end(), made.begin(), made.end());
+    }
   }
   train::ModelContext ctx(compiled, a.threads);
   eval::load_model_weights(reader, *ctx.model, *ctx.backend);
@@ -240,17 +259,9 @@ void run_eval(const EvalArgs& a) {
                              .max_length = options.max_length,
                              .num_fewshot = a.num_fewshot,
                              .version = std::string(build_info::version())};
-    const std::string tmp = a.json + ".tmp";
-    std::ofstream out(tmp);
-    out << eval::results_json(results, info).dump(2) << "\n";
-    if (!out.flush()) {
-      fs::remove(tmp);
-      remove_created(created);
-      throw RuntimeFailure("cannot write " + a.json);
-    }
-    out.close();
-    fs::rename(tmp, a.json);
+    write_whole(a.json, eval::results_json(results, info).dump(2) + "\n", created);
   }
+  if (!a.log_samples.empty()) write_whole(a.log_samples, eval::samples_jsonl(results.front()), created);
   spdlog::info("scored {} tokens in {:.1f} s ({:.0f} tokens/s); done in {:.1f} s{}", forwarded,
                scoring_s, double(forwarded) / std::max(scoring_s, 1e-9),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
@@ -289,6 +300,9 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--fewshot-data", args->fewshot_data,
                   "multiple choice: the examples' file (default: the task's own, less the question)");
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");
+  cmd->add_option("--log-samples", args->log_samples,
+                  "Write each sample's log-likelihoods here (jsonl, as lm-evaluation-harness's "
+                  "--log_samples)");
   cmd->add_option("--threads", args->threads, "CPU threads (default: every core)")->check(parallelism("threads"));
   cmd->add_option("--device", args->device, "cpu, cuda or auto (default: the recipe's)");
   cmd->add_option("--nproc", args->nproc,

@@ -55,4 +55,22 @@ std::string results_table(const std::vector<TaskResult>& results) {
   return out;
 }
 
+std::string samples_jsonl(const TaskResult& r) {
+  std::string out;
+  for (size_t d = 0; d < r.scores.size(); ++d) {
+    nlohmann::ordered_json line{{"doc_id", d}, {"task", r.task}};
+    nlohmann::ordered_json resps = nlohmann::ordered_json::array();
+    for (const Score& s : r.scores[d]) {
+      if (r.task == "perplexity") {
+        resps.push_back(s.logprob);
+      } else {
+        resps.push_back({s.logprob, s.greedy});
+      }
+    }
+    line["filtered_resps"] = resps;
+    out += line.dump() + "\n";
+  }
+  return out;
+}
+
 }  // namespace megatron::eval

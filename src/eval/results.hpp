@@ -22,5 +22,8 @@ struct RunInfo {
 
 nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInfo& info);
 std::string results_table(const std::vector<TaskResult>& results);
+// One line a sample, as lm-evaluation-harness's --log_samples: doc_id, and filtered_resps
+// ([log-likelihood, is_greedy] a request; a perplexity document's rolling log-likelihood alone).
+std::string samples_jsonl(const TaskResult& result);
 
 }  // namespace megatron::eval

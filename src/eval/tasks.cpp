@@ -85,8 +85,12 @@ TaskResult perplexity_task(const PerplexityCorpus& c, const TaskSetup& s, int64_
   const bool rolling = which != Windows::Megatron, megatron = which != Windows::Rolling;
   // lm-evaluation-harness: each document on its own, rolling windows.
   std::vector<Request> requests;
+  std::vector<size_t> doc_of;
   for (size_t d = 0; rolling && d < c.documents.size(); ++d) {
-    for (Request& r : rolling_windows(c.documents[d], s.prefix_token, s.max_length)) requests.push_back(std::move(r));
+    for (Request& r : rolling_windows(c.documents[d], s.prefix_token, s.max_length)) {
+      requests.push_back(std::move(r));
+      doc_of.push_back(d);
+    }
   }
   // Megatron: the corpus as one stream, overlapping windows.
   const std::vector<Request> windows =
@@ -111,6 +115,11 @@ TaskResult perplexity_task(const PerplexityCorpus& c, const TaskSetup& s, int64_
   const double token_ratio = targets / std::max(original - 1.0, 1.0);
   TaskResult r{.task = "perplexity", .samples = int64_t(c.documents.size())};
   if (rolling) {
+    r.scores.assign(c.documents.size(), {Score{.greedy = false}});
+    for (size_t i = 0; i < requests.size(); ++i) {
+      r.scores[doc_of[i]][0].logprob += scores[i].logprob;
+      r.scores[doc_of[i]][0].tokens += scores[i].tokens;
+    }
     r.metrics = {
         {.name = "word_perplexity", .value = std::exp(-ll / words), .higher_is_better = false},
         {.name = "byte_perplexity", .value = std::exp(-ll / bytes), .higher_is_better = false},
@@ -154,6 +163,7 @@ TaskResult cloze_task(const std::vector<std::string>& documents, const TaskSetup
     last_token.push_back(scores[2 * d + 1].greedy ? 1.0 : 0.0);
   }
   TaskResult r{.task = "cloze", .samples = int64_t(documents.size())};
+  for (size_t d = 0; d < documents.size(); ++d) r.scores.push_back({scores[2 * d]});
   r.metrics = {{.name = "perplexity", .value = std::exp(-ll / double(documents.size())),
                 .higher_is_better = false},
                mean_metric("acc", strict), mean_metric("acc_last_token", last_token)};
@@ -172,11 +182,14 @@ TaskResult multiple_choice_task(const std::vector<Choice>& questions, const Task
       }
     }
   }
-  const std::vector<Score> scores = s.score(requests, false);
+  const std::vector<Score> scores = s.score(requests, true);
   std::vector<double> acc, acc_norm, acc_bytes;
+  std::vector<std::vector<Score>> per_question;
   size_t next = 0;
   for (const Choice& q : questions) {
     std::vector<double> ll, by_chars, by_bytes;
+    per_question.emplace_back(scores.begin() + std::ptrdiff_t(next),
+                              scores.begin() + std::ptrdiff_t(next + q.choices.size()));
     for (const std::string& choice : q.choices) {
       const double l = scores[next++].logprob;
       ll.push_back(l);
@@ -187,7 +200,8 @@ TaskResult multiple_choice_task(const std::vector<Choice>& questions, const Task
     acc_norm.push_back(int64_t(argmax(by_chars)) == q.gold ? 1.0 : 0.0);
     acc_bytes.push_back(int64_t(argmax(by_bytes)) == q.gold ? 1.0 : 0.0);
   }
-  TaskResult r{.task = "multiple_choice", .samples = int64_t(questions.size())};
+  TaskResult r{.task = "multiple_choice", .samples = int64_t(questions.size()),
+               .scores = std::move(per_question)};
   r.metrics = {mean_metric("acc", acc), mean_metric("acc_norm", acc_norm),
                mean_metric("acc_bytes", acc_bytes)};
   return r;

@@ -27,6 +27,9 @@ struct TaskResult {
   std::string task;
   int64_t samples = 0;  // documents or questions
   std::vector<Metric> metrics;
+  // Each sample's lm-evaluation-harness requests, scored: a document's rolling log-likelihood
+  // (perplexity), the last word (cloze), each choice (multiple choice).
+  std::vector<std::vector<Score>> scores;
 };
 
 // Scores requests with the model (eval::score bound to it); `greedy`: whether the task reads

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <sstream>
 
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
@@ -59,10 +60,23 @@ TEST(EvalCli, EachTaskWritesItsMetricsAsLmEvaluationHarnessKeys) {
                         Case{"multiple-choice", mc, {"acc,none", "acc_norm,none", "acc_bytes,none"}}}) {
     SCOPED_TRACE(c.task);
     const fs::path json = dir.path() / (std::string(c.task) + ".json");
+    const fs::path samples = dir.path() / "logged" / (std::string(c.task) + ".jsonl");
     const CommandResult r = run_megatron("eval " + checkpoint().string() + " --task " + c.task +
                                          " --data " + c.data + kGpt2 + "--batch-size 3 --json " +
-                                         json.string());
+                                         json.string() + " --log-samples " + samples.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    // One line a sample, with lm-evaluation-harness's fields: a log-likelihood a request.
+    std::istringstream lines(slurp(samples));
+    int n = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+      const auto s = nlohmann::json::parse(line);
+      EXPECT_EQ(s["doc_id"], n);
+      const auto& resps = s["filtered_resps"];
+      ASSERT_EQ(resps.size(), std::string(c.task) == "multiple-choice" ? 2u : 1u) << line;
+      const double ll = resps[0].is_array() ? resps[0][0].get<double>() : resps[0].get<double>();
+      EXPECT_LT(ll, 0.0) << line;
+    }
+    EXPECT_EQ(n, 2);
     const auto j = nlohmann::json::parse(slurp(json));
     const std::string task = std::string(c.task) == "multiple-choice" ? "multiple_choice" : c.task;
     for (const char* key : c.keys) {

@@ -10,7 +10,8 @@
   lm_eval_tasks.py tokenizer --vocab VOCAB --merges MERGES --out HF_DIR
       saves the GPT-2 tokenizer into a Hugging Face model directory, as lm-eval's hf model wants.
   lm_eval_tasks.py compare --megatron-dir DIR --lm-eval-dir DIR [--rtol 1e-4]
-      every metric (and mean standard error) both report, task by task; exits 1 on a mismatch.
+      every metric (and mean standard error) both report, task by task, and every request's
+      log-likelihood and is_greedy in both sides' logged samples; exits 1 on a mismatch.
 """
 import argparse
 import glob
@@ -167,6 +168,35 @@ def compare(args):
             rows += 1
             print(f"{ours_name:24} {key:26} megatron {value:<14.8g} lm-eval {other:<14.8g} "
                   f"rel {diff:.1e} {'ok' if ok else 'MISMATCH'}")
+    for ours_name, their_name in TASKS.items():
+        mine = os.path.join(args.megatron_dir, ours_name + ".samples.jsonl")
+        found = glob.glob(os.path.join(args.lm_eval_dir, "**", f"samples_{their_name}_*.jsonl"),
+                          recursive=True)
+        if not os.path.exists(mine) or not found:
+            continue
+        with open(mine) as f:
+            ours = {j["doc_id"]: j["filtered_resps"] for j in map(json.loads, f)}
+        with open(found[0]) as f:
+            theirs_s = {j["doc_id"]: j["filtered_resps"] for j in map(json.loads, f)}
+        requests = worst = greedy_diff = 0
+        for doc, resps in theirs_s.items():
+            got = ours.get(doc)
+            if got is None or len(got) != len(resps):
+                failures += 1
+                print(f"{ours_name}: sample {doc} missing or of another length")
+                continue
+            for a, b in zip(got, resps):
+                a_ll, b_ll = (a, b) if ours_name == "perplexity" else (a[0], b[0])
+                b_ll = float(b_ll)
+                worst = max(worst, abs(a_ll - b_ll) / max(abs(b_ll), 1.0))
+                if ours_name != "perplexity" and bool(a[1]) != (str(b[1]) == "True"):
+                    greedy_diff += 1
+                requests += 1
+        ok = worst <= args.rtol and greedy_diff == 0 and len(ours) == len(theirs_s)
+        failures += not ok
+        rows += 1
+        print(f"{ours_name:24} samples: {len(theirs_s)} docs, {requests} requests, worst log-likelihood "
+              f"rel {worst:.1e}, is_greedy differs {greedy_diff} {'ok' if ok else 'MISMATCH'}")
     if rows == 0:
         sys.exit("nothing to compare")
     print(f"# {rows} metrics compared, {failures} mismatches (rtol {args.rtol})")
