@@ -24,15 +24,23 @@ echo "==> $megatron preprocess (the bundled Austen corpus, GPT-2 BPE)"
   --merge-file data/tokenizers/gpt2/merges.txt --append-eod --workers "$(nproc)"
 echo
 run_dir=build/quickstart/run
-rm -rf "$run_dir"
+ckpt=build/quickstart/ckpt
+rm -rf "$run_dir" "$ckpt"
 echo "==> $megatron run recipes/gpt-tiny.yaml on the Austen corpus (at most 2.5 minutes)"
 "$megatron" run recipes/gpt-tiny.yaml data.mock=false \
   "data.prefixes=[$PWD/build/quickstart/austen_text_document]" \
-  training.train_iters=150 eval.interval=25 --time-limit 2.5 --run-dir "$run_dir" \
+  data.vocab_file="$PWD/data/tokenizers/gpt2/vocab.json" data.merge_file="$PWD/data/tokenizers/gpt2/merges.txt" \
+  training.train_iters=150 eval.interval=25 checkpoint.save="$PWD/$ckpt" --time-limit 2.5 \
+  --run-dir "$run_dir" \
   | tee build/quickstart/log.txt
 mv build/quickstart/log.txt "$run_dir/log.txt"
 echo
 echo "==> validation loss over the run (an untrained model's perplexity is about the vocabulary, 50,000)"
 grep "validation loss" "$run_dir/log.txt"
 echo
-echo "Metrics: $run_dir/metrics.jsonl. Next: $megatron plan recipes/gpt-175b.yaml, or see README.md"
+echo "==> $megatron eval: the trained checkpoint's perplexity on the corpus's last three chapters"
+tail -n 3 data/corpora/austen.jsonl > build/quickstart/last-chapters.jsonl
+"$megatron" eval "$ckpt" --task perplexity --data build/quickstart/last-chapters.jsonl \
+  --windows rolling --batch-size 16 --json build/quickstart/eval.json
+echo
+echo "Metrics: $run_dir/metrics.jsonl; checkpoint: $ckpt; eval results: build/quickstart/eval.json. Next: $megatron plan recipes/gpt-175b.yaml, or see README.md"

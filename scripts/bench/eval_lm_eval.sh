@@ -55,13 +55,17 @@ fi
 vocab=data/tokenizers/gpt2/vocab.json
 merges=data/tokenizers/gpt2/merges.txt
 if [[ ! -f "$work/hf/config.json" ]]; then
-  "$megatron" preprocess --quiet --input data/corpora/austen.jsonl --output-prefix "$work/austen" \
-    --tokenizer gpt2-bpe --vocab-file "$vocab" --merge-file "$merges" --append-eod >/dev/null
-  "$megatron" run recipes/gpt-tiny.yaml data.mock=false "data.prefixes=[$work/austen_text_document]" \
-    data.vocab_file="$PWD/$vocab" data.merge_file="$PWD/$merges" \
-    training.train_iters="$iters" eval.interval=null checkpoint.save="$work/ckpt" \
-    checkpoint.interval="$iters" --threads "$threads" --run-dir "$work/run" >/dev/null 2>&1
-  "$megatron" convert --to hf --load "$work/ckpt" --save "$work/hf" >/dev/null
+  rm -rf "$work/run" "$work/ckpt"
+  log="$work/prepare.log"
+  {
+    "$megatron" preprocess --quiet --input data/corpora/austen.jsonl --output-prefix "$work/austen" \
+      --tokenizer gpt2-bpe --vocab-file "$vocab" --merge-file "$merges" --append-eod &&
+    "$megatron" run recipes/gpt-tiny.yaml data.mock=false "data.prefixes=[$work/austen_text_document]" \
+      data.vocab_file="$PWD/$vocab" data.merge_file="$PWD/$merges" \
+      training.train_iters="$iters" eval.interval=null checkpoint.save="$work/ckpt" \
+      checkpoint.interval="$iters" --threads "$threads" --run-dir "$work/run" &&
+    "$megatron" convert --to hf --load "$work/ckpt" --save "$work/hf"
+  } >"$log" 2>&1 || { tail -30 "$log" >&2; echo "training or exporting the model failed (above)" >&2; exit 1; }
 fi
 "$python" "$peer" tokenizer --vocab "$vocab" --merges "$merges" --out "$work/hf"
 "$python" "$peer" make --corpus data/corpora/austen.jsonl --out "$work/tasks" --docs "$docs" \

@@ -110,13 +110,13 @@ void write_whole(const std::string& path, const std::string& text, const std::ve
   const std::string tmp = path + ".tmp";
   std::ofstream out(tmp);
   out << text;
-  if (!out.flush()) {
-    fs::remove(tmp);
+  out.close();
+  std::error_code ec;
+  if (!out || (fs::rename(tmp, path, ec), ec)) {
+    fs::remove(tmp, ec);
     remove_created(created);
     throw RuntimeFailure("cannot write " + path);
   }
-  out.close();
-  fs::rename(tmp, path);
 }
 
 void run_eval(const EvalArgs& a) {
@@ -134,9 +134,14 @@ void run_eval(const EvalArgs& a) {
   if (!rank0) spdlog::set_level(spdlog::level::warn);
   const ckpt::CheckpointReader reader(*dir);
   const recipe::CompiledRecipe compiled = compile_for_eval(reader.meta(), *dir, a, world);
-  if (compiled.recipe.parallel.pipeline != 1) {
-    throw UserError("eval runs tensor- and data-parallel layouts: set parallel.pipeline=1 (any "
-                    "layout's checkpoint loads into any of them)");
+  const recipe::ParallelSection& layout = compiled.recipe.parallel;
+  if (layout.pipeline != 1 || layout.context != 1 || layout.sequence_parallel) {
+    throw UserError("eval runs tensor- and data-parallel layouts: set parallel.pipeline=1, "
+                    "parallel.context=1 and parallel.sequence_parallel=false (any layout's "
+                    "checkpoint loads into any of them)");
+  }
+  if (a.num_fewshot > 0 && a.task != "multiple-choice") {
+    throw UserError("--num-fewshot: few-shot prompts are for --task multiple-choice");
   }
   if (compiled.recipe.model.arch != recipe::Arch::Gpt) {
     throw UserError(fmt::format("{}: eval scores causal language models (arch gpt); this checkpoint "
@@ -151,6 +156,14 @@ void run_eval(const EvalArgs& a) {
                                 dir->string(), tokenizer->vocab_size(),
                                 compiled.recipe.model.vocab_size));
   }
+  // Every tensor-parallel rank must hold some of the scored vocabulary (its softmax shard).
+  const int64_t scored_vocab = std::min(compiled.recipe.model.vocab_size, compiled.derived.padded_vocab_size);
+  const int64_t tp = compiled.recipe.parallel.tensor;
+  if (tp > 1 && scored_vocab <= compiled.derived.padded_vocab_size / tp * (tp - 1)) {
+    throw UserError(fmt::format("parallel.tensor={}: the last tensor-parallel rank would hold none of "
+                                "the {} scored vocabulary columns; use fewer tensor-parallel ranks",
+                                tp, scored_vocab));
+  }
   // Read every task file before the model is built: bad input costs nothing.
   std::vector<std::string> documents;
   std::vector<std::vector<int32_t>> token_documents;  // perplexity of an indexed dataset
@@ -161,7 +174,8 @@ void run_eval(const EvalArgs& a) {
   if (a.task == "multiple-choice") {
     questions = eval::read_choices(a.data, a.choice_fields);
     if (a.num_fewshot > 0) {
-      fewshot.examples_are_the_task = a.fewshot_data.empty() || a.fewshot_data == a.data;
+      std::error_code ec;
+      fewshot.examples_are_the_task = a.fewshot_data.empty() || fs::equivalent(a.fewshot_data, a.data, ec);
       fewshot.examples = fewshot.examples_are_the_task
                              ? questions
                              : eval::read_choices(a.fewshot_data, a.choice_fields);
@@ -182,10 +196,12 @@ void run_eval(const EvalArgs& a) {
     exec_local_job(a.nproc, args);
   }
   std::vector<fs::path> created;
+  // Every rank checks (a collective follows: one rank's refusal must not leave the others
+  // waiting); rank 0 alone writes, and removes what it made if writing fails.
   for (const auto& [flag, file] : {std::pair{"--json", a.json}, std::pair{"--log-samples", a.log_samples}}) {
-    if (rank0 && !file.empty() && fs::path(file).has_parent_path()) {
+    if (!file.empty() && fs::path(file).has_parent_path()) {
       const std::vector<fs::path> made = prepare_output_dir(flag, fs::path(file).parent_path().string());
-      created.insert(created.end(), made.begin(), made.end());
+      if (rank0) created.insert(created.end(), made.begin(), made.end());
     }
   }
   train::ModelContext ctx(compiled, a.threads);
@@ -195,7 +211,7 @@ void run_eval(const EvalArgs& a) {
       .max_length = c.max_positions,
       .batch_size = std::max<int64_t>(a.batch_size, 1),
       .pad_token = tokenizer->special_tokens().eod.value_or(0),
-      .vocab_size = std::min<int64_t>(tokenizer->vocab_size(), c.padded_vocab)};
+      .vocab_size = std::min<int64_t>(c.vocab, c.padded_vocab)};
   const parallel::ProcessGroups& g = ctx.groups;
   spdlog::info("megatron eval {}: task {} on {} ({} {}{}), max length {}, batch {}, {} rank{} "
                "(tensor {} x data {}), {}",

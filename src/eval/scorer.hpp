@@ -27,7 +27,7 @@ struct ScorerOptions {
   int64_t max_length = 0;   // the model's longest sequence: context is cut from the left to fit
   int64_t batch_size = 1;   // sequences per forward pass
   int32_t pad_token = 0;    // fills short sequences (causal: it never influences a real token)
-  int64_t vocab_size = 0;   // the tokenizer's: log-softmax and argmax over these columns only
+  int64_t vocab_size = 0;   // model.vocab_size: log-softmax and argmax over these columns only
   bool greedy = true;       // find each token's argmax (Score::greedy); perplexity needs none
 };
 
@@ -44,7 +44,7 @@ using ScoreProgress = std::function<void(int64_t, int64_t)>;
 
 // Scores every request with `model`; results in request order, on every rank. Only the
 // continuation's positions get logits; log-probabilities come from the backend's f32
-// cross-entropy over the tokenizer's vocabulary (padding columns excluded, as a Hugging Face
+// cross-entropy over the model's vocabulary (Megatron's padding columns excluded, as a Hugging Face
 // model has none) and are summed in double. Batches do not depend on the layout, so neither do
 // the scores (but for the f32 reduction order of tensor-parallel layers). Collective over the
 // groups' ranks.

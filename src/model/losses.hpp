@@ -36,7 +36,7 @@ struct HeadOutputs {
   std::vector<float> sentence_logits;  // binary head: [batch * 2]
 
   // Scoring (evaluation) instead of losses: only the rows named in score_rows (i32 [n]) get
-  // logits, over the vocabulary's first score_vocab columns (the tokenizer's: padding columns
+  // logits, over the vocabulary's first score_vocab columns (model.vocab_size: padding columns
   // are left out), and label_logprobs (f32 [n]) is each such row's log-probability of its
   // label in score_labels (i32 [n]), over the whole vocabulary. logits (with want_logits) is
   // then [n, this shard's columns below score_vocab]. No losses are summed.

@@ -11,6 +11,7 @@
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
+#include "tensor/make_backend.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -144,22 +145,36 @@ TEST(EvalCli, EveryLayoutScoresTheSameNumbers) {
                                      "of a wife.\"}\n{\"text\": \"Emma Woodhouse, handsome, clever, "
                                      "and rich, with a comfortable home and happy disposition.\"}\n"
                                      "{\"text\": \"She was the youngest of the two daughters.\"}\n").string();
-  std::map<std::string, double> one;
-  for (const std::string layout : {"--threads 1", "--nproc 2", "--nproc 2 parallel.tensor=2"}) {
-    SCOPED_TRACE(layout);
-    const fs::path json = dir.path() / "r.json";
-    const CommandResult r = run_job("eval " + checkpoint().string() + " --task perplexity --data " +
-                                    docs + kGpt2 + "--batch-size 2 --json " + json.string() + " " + layout);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto got = metrics_of(json);
-    if (one.empty()) {
-      one = got;
-      continue;
+  // Perplexity reads log-likelihoods; cloze also each token's argmax (over vocabulary shards).
+  for (const std::string task : {"perplexity", "cloze"}) {
+    std::map<std::string, double> one;
+    std::string one_samples;
+    for (const std::string layout : {"--threads 1", "--nproc 2", "--nproc 2 parallel.tensor=2"}) {
+      SCOPED_TRACE(task + " " + layout);
+      const fs::path json = dir.path() / "r.json", samples = dir.path() / "s.jsonl";
+      const CommandResult r = run_job("eval " + checkpoint().string() + " --task " + task + " --data " +
+                                      docs + kGpt2 + "--batch-size 2 --json " + json.string() +
+                                      " --log-samples " + samples.string() + " " + layout);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const auto got = metrics_of(json);
+      std::string greedy;  // each request's is_greedy, in order
+      std::istringstream lines(slurp(samples));
+      for (std::string line; std::getline(lines, line);) {
+        for (const auto& resp : nlohmann::json::parse(line)["filtered_resps"]) {
+          if (resp.is_array()) greedy += resp[1].get<bool>() ? '1' : '0';
+        }
+      }
+      if (one.empty()) {
+        one = got;
+        one_samples = greedy;
+        continue;
+      }
+      ASSERT_EQ(got.size(), one.size());
+      // Data-parallel ranks run the very batches one process runs; tensor-parallel layers add
+      // their partial sums in another order (f32, a model of width 128: well under 1e-5).
+      for (const auto& [key, value] : one) EXPECT_NEAR(got.at(key), value, 1e-5 * std::abs(value)) << key;
+      EXPECT_EQ(greedy, one_samples);
     }
-    ASSERT_EQ(got.size(), one.size());
-    // Data-parallel ranks run the very batches one process runs; tensor-parallel layers add
-    // their partial sums in another order (f32, a model of width 128: well under 1e-5).
-    for (const auto& [key, value] : one) EXPECT_NEAR(got.at(key), value, 1e-5 * std::abs(value)) << key;
   }
 }
 
@@ -187,13 +202,71 @@ TEST(EvalCli, AnIndexedDatasetHasTheWordAndBytePerplexitiesOfItsText) {
   EXPECT_NE(tokens.at("perplexity/megatron_lm_loss,none"), text.at("perplexity/megatron_lm_loss,none"));
 }
 
-TEST(EvalCli, APipelineLayoutIsRefusedBeforeAnyRankStarts) {
+TEST(EvalCli, AHuggingFaceImportScoresAsTheCheckpointItCameFrom) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("d.jsonl", "{\"text\": \"It is a truth universally "
+                                                 "acknowledged, that a single man must be in want "
+                                                 "of a wife.\"}\n").string();
+  const fs::path hf = dir.path() / "hf", imported = dir.path() / "imported";
+  ASSERT_EQ(run_megatron("convert --to hf --load " + checkpoint().string() + " --save " + hf.string()).exit_code, 0);
+  ASSERT_EQ(run_megatron("convert --from hf --load " + hf.string() + " --save " + imported.string()).exit_code, 0);
+  std::map<std::string, double> got[2];
+  for (int i = 0; i < 2; ++i) {
+    const fs::path json = dir.path() / ("r" + std::to_string(i) + ".json");
+    const CommandResult r = run_megatron("eval " + (i == 0 ? checkpoint() : imported).string() +
+                                         " --task perplexity --data " + docs + kGpt2 + "--json " + json.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got[i] = metrics_of(json);
+  }
+  // The same f32 weights (the export and import are exact) in the same windows.
+  EXPECT_EQ(got[0], got[1]);
+}
+
+TEST(EvalCli, OnTheGpuEveryTaskScoresAsOnTheCpu) {
+  if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
+  test_support::TempDir dir;
+  const std::string docs = dir.write("docs.jsonl",
+                                     "{\"text\": \"It is a truth universally acknowledged, that a "
+                                     "single man must be in want of a wife.\"}\n{\"text\": \"Emma "
+                                     "Woodhouse, handsome, clever, and rich.\"}\n").string();
+  for (const char* task : {"perplexity", "cloze"}) {
+    SCOPED_TRACE(task);
+    std::map<std::string, double> got[2];
+    for (int gpu = 0; gpu < 2; ++gpu) {
+      const fs::path json = dir.path() / (std::string(task) + std::to_string(gpu) + ".json");
+      const CommandResult r = run_megatron(
+          "eval " + checkpoint().string() + " precision.allow_tf32=false --task " + task +
+          " --data " + docs + kGpt2 + "--batch-size 2 --json " + json.string() +
+          (gpu ? " --device cuda" : " --device cpu"));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      got[gpu] = metrics_of(json);
+    }
+    // f32 on both, in another summation order: log-likelihoods of a few dozen tokens.
+    for (const auto& [key, value] : got[0]) EXPECT_NEAR(got[1].at(key), value, 1e-4 * std::abs(value) + 1e-9) << key;
+  }
+}
+
+TEST(EvalCli, PipelineContextAndSequenceParallelLayoutsAreRefusedBeforeAnyRankStarts) {
   test_support::TempDir dir;
   const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();
-  const CommandResult r = run_megatron("eval " + checkpoint().string() +
-                                       " parallel.pipeline=2 --nproc 2 --task perplexity --data " + docs + kGpt2);
+  for (const char* layout : {"parallel.pipeline=2", "parallel.context=2",
+                             "parallel.tensor=2 parallel.sequence_parallel=true"}) {
+    SCOPED_TRACE(layout);
+    const CommandResult r = run_megatron("eval " + checkpoint().string() + " " + layout +
+                                         " --nproc 2 --task perplexity --data " + docs + kGpt2);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("set parallel.pipeline=1, parallel.context=1 and parallel.sequence_parallel=false"),
+              std::string::npos) << r.err;
+  }
+}
+
+TEST(EvalCli, FewShotOutsideMultipleChoiceIsRefused) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();
+  const CommandResult r = run_megatron("eval " + checkpoint().string() + " --task cloze --num-fewshot 2 --data " +
+                                       docs + kGpt2);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("set parallel.pipeline=1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("few-shot prompts are for --task multiple-choice"), std::string::npos) << r.err;
 }
 
 TEST(EvalCli, FewShotPromptsAreRecordedAndTooFewExamplesAreRefused) {
