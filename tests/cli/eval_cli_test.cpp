@@ -178,6 +178,25 @@ TEST(EvalCli, EveryLayoutScoresTheSameNumbers) {
   }
 }
 
+TEST(EvalCli, TheBatchSizeDoesNotChangeTheScores) {
+  test_support::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "It is a truth universally acknowledged, number " + std::to_string(i) + ". ";
+  const std::string docs = dir.write("long.jsonl", "{\"text\": \"" + text + "\"}\n").string();
+  std::map<std::string, double> got[2];
+  for (int i = 0; i < 2; ++i) {
+    // Batch 8 of full windows: more scored rows than one chunk of the output layer's logits.
+    const fs::path json = dir.path() / ("b" + std::to_string(i) + ".json");
+    const CommandResult r = run_megatron("eval " + checkpoint().string() + " --task perplexity --data " +
+                                         docs + kGpt2 + "--json " + json.string() +
+                                         (i == 0 ? " --batch-size 1" : " --batch-size 8"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got[i] = metrics_of(json);
+  }
+  // Other GEMM shapes, so other f32 blockings: the same numbers within f32 rounding.
+  for (const auto& [key, value] : got[0]) EXPECT_NEAR(got[1].at(key), value, 1e-5 * std::abs(value)) << key;
+}
+
 TEST(EvalCli, AnIndexedDatasetHasTheWordAndBytePerplexitiesOfItsText) {
   test_support::TempDir dir;
   const std::string docs = dir.write("docs.jsonl",
