@@ -123,13 +123,8 @@ void run_eval(const EvalArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   const std::optional<fs::path> dir = ckpt::resolve_checkpoint(a.checkpoint);
   if (!dir) throw UserError(a.checkpoint + ": no checkpoint there (a save directory with `latest`, or an iter_NNNNNNN directory)");
+  const int world = job_world_size(a.nproc);
   const dist::LaunchInfo launch = dist::launch_info();
-  if (a.nproc > 0 && launch.world_size > 1) {
-    throw UserError(fmt::format("--nproc starts its own job, but this process is already rank {} "
-                                "of {} under {}: drop --nproc",
-                                launch.rank, launch.world_size, launch.launcher));
-  }
-  const int world = a.nproc > 0 ? a.nproc : launch.world_size;
   const bool rank0 = launch.rank == 0;
   if (!rank0) spdlog::set_level(spdlog::level::warn);
   const ckpt::CheckpointReader reader(*dir);

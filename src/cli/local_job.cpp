@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/parallelism.hpp"
+#include "dist/launcher.hpp"
 
 namespace megatron::cli {
 
@@ -19,6 +20,16 @@ std::string self_path() {
   const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) throw RuntimeFailure("cannot find the megatron executable: " + ec.message());
   return path.string();
+}
+
+int job_world_size(int nproc) {
+  const dist::LaunchInfo launch = dist::launch_info();
+  if (nproc > 0 && launch.world_size > 1) {
+    throw UserError(fmt::format("--nproc starts its own job, but this process is already rank {} "
+                                "of {} under {}: drop --nproc",
+                                launch.rank, launch.world_size, launch.launcher));
+  }
+  return nproc > 0 ? nproc : launch.world_size;
 }
 
 std::vector<std::string> own_arguments_without(const std::string& option) {

@@ -10,6 +10,10 @@ namespace megatron::cli {
 // The running megatron executable's path.
 std::string self_path();
 
+// The job's world size: `nproc` when --nproc starts a local job (refused inside an mpirun or
+// srun job, which already has its ranks), else the launcher's.
+int job_world_size(int nproc);
+
 // This process's own arguments (after the executable), less `option` and its value (as
 // "--option V" or "--option=V").
 std::vector<std::string> own_arguments_without(const std::string& option);

@@ -89,13 +89,8 @@ void refuse_earlier_run_dir(const RunArgs& args, const recipe::CompiledRecipe& c
 void run(RunArgs args) {
   // --device is cluster.device, so mpirun's ranks and the saved recipe see it as an override.
   if (!args.device.empty()) args.overrides.push_back("cluster.device=" + args.device);
+  const int world = job_world_size(args.nproc);
   const dist::LaunchInfo launch = dist::launch_info();
-  if (args.nproc > 0 && launch.world_size > 1) {
-    throw UserError(fmt::format("--nproc starts its own job, but this process is already rank {} "
-                                "of {} under {}: drop --nproc",
-                                launch.rank, launch.world_size, launch.launcher));
-  }
-  const int world = args.nproc > 0 ? args.nproc : launch.world_size;
   recipe::CompileOptions options{.overrides = args.overrides, .world_size = world};
   if (args.time_limit) {
     options.overrides.push_back("training.exit_duration_minutes=" + std::to_string(*args.time_limit));
