@@ -25,6 +25,7 @@
 #include "eval/results.hpp"
 #include "recipe/compile.hpp"
 #include "train/model_context.hpp"
+#include "train/pipeline_step.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -130,10 +131,10 @@ void run_eval(const EvalArgs& a) {
   const ckpt::CheckpointReader reader(*dir);
   const recipe::CompiledRecipe compiled = compile_for_eval(reader.meta(), *dir, a, world);
   const recipe::ParallelSection& layout = compiled.recipe.parallel;
-  if (layout.pipeline != 1 || layout.context != 1 || layout.sequence_parallel) {
-    throw UserError("eval runs tensor- and data-parallel layouts: set parallel.pipeline=1, "
-                    "parallel.context=1 and parallel.sequence_parallel=false (any layout's "
-                    "checkpoint loads into any of them)");
+  if (layout.context != 1 || layout.sequence_parallel) {
+    throw UserError("eval runs tensor-, pipeline- and data-parallel layouts: set parallel.context=1 "
+                    "and parallel.sequence_parallel=false (any layout's checkpoint loads into any "
+                    "of them)");
   }
   if (a.num_fewshot > 0 && a.task != "multiple-choice") {
     throw UserError("--num-fewshot: few-shot prompts are for --task multiple-choice");
@@ -209,7 +210,7 @@ void run_eval(const EvalArgs& a) {
       .vocab_size = std::min<int64_t>(c.vocab, c.padded_vocab)};
   const parallel::ProcessGroups& g = ctx.groups;
   spdlog::info("megatron eval {}: task {} on {} ({} {}{}), max length {}, batch {}, {} rank{} "
-               "(tensor {} x data {}), {}",
+               "(tensor {} x pipeline {} x data {}), {}",
                dir->string(), a.task, a.data,
                a.task == "multiple-choice" ? questions.size()
                                            : indexed ? token_documents.size()
@@ -217,9 +218,21 @@ void run_eval(const EvalArgs& a) {
                a.task == "multiple-choice" ? "questions" : "documents",
                a.num_fewshot > 0 ? fmt::format(", {}-shot", a.num_fewshot) : "",
                options.max_length, options.batch_size, world, world == 1 ? "" : "s", g.tp_size,
-               g.dp_size, ctx.backend->description());
+               g.pp_size, g.dp_size, ctx.backend->description());
   const eval::ScoreGroups groups{.tp = g.tp_size > 1 ? g.tp.get() : nullptr,
-                                 .dp = g.dp_size > 1 ? g.dp.get() : nullptr};
+                                 .dp = g.dp_size > 1 ? g.dp.get() : nullptr,
+                                 .world = world > 1 ? g.world.get() : nullptr,
+                                 .reports = g.last_stage() && g.coord.tp == 0};
+  // One process or one stage: the whole model here. Pipeline stages pass each batch along.
+  const eval::ForwardFn forward = [&](const model::Batch& batch, model::HeadOutputs& outputs) {
+    if (g.pp_size == 1) {
+      ctx.model->forward({.backend = *ctx.backend, .training = false}, batch, nullptr, &outputs);
+      return true;
+    }
+    train::forward_only(*ctx.backend, *ctx.model, g, 1, 0, [&](int64_t) { return batch; },
+                        [&](int64_t) { return &outputs; });
+    return g.last_stage();
+  };
   ProgressLine line;
   int64_t forwarded = 0;  // tokens through the model, for the rate
   double scoring_s = 0.0;
@@ -242,7 +255,7 @@ void run_eval(const EvalArgs& a) {
         };
         eval::ScorerOptions scoring = options;
         scoring.greedy = greedy;
-        auto scores = eval::score(*ctx.model, *ctx.backend, requests, scoring,
+        auto scores = eval::score(forward, *ctx.backend, requests, scoring,
                                   rank0 ? progress : eval::ScoreProgress{}, groups);
         scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         return scores;

@@ -44,10 +44,10 @@ std::vector<float> row_maxima(const std::vector<float>& logits, size_t width, in
   return out;
 }
 
-// Every replica's scores on every rank: each request was scored by one replica, so a sum over
-// the replicas of (f32 high part, f32 remainder) adds only zeros to it: the double keeps about
+// Every replica's scores on every rank: each request's score comes from one rank, so a sum over
+// the ranks of (f32 high part, f32 remainder) adds only zeros to it: the double keeps about
 // 48 bits (1e-14 relative) of the replica's.
-void share_scores(tensor::Backend& backend, dist::Communicator& dp, std::vector<Score>& scores,
+void share_scores(tensor::Backend& backend, dist::Communicator& world, std::vector<Score>& scores,
                   const std::vector<bool>& mine) {
   std::vector<float> packed(scores.size() * 4, 0.0f);
   for (size_t i = 0; i < scores.size(); ++i) {
@@ -59,7 +59,7 @@ void share_scores(tensor::Backend& backend, dist::Communicator& dp, std::vector<
     packed[4 * i + 3] = float(scores[i].tokens);  // < 2^24: a request is one sequence
   }
   tensor::Tensor t = tensor::from_floats(backend, packed, {int64_t(packed.size())});
-  dp.all_reduce(t);
+  world.all_reduce(t);
   packed = tensor::to_floats(backend, t);
   for (size_t i = 0; i < scores.size(); ++i) {
     scores[i] = {.logprob = double(packed[4 * i]) + double(packed[4 * i + 1]),
@@ -70,7 +70,7 @@ void share_scores(tensor::Backend& backend, dist::Communicator& dp, std::vector<
 
 }  // namespace
 
-std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& backend,
+std::vector<Score> score(const ForwardFn& forward, tensor::Backend& backend,
                          const std::vector<Request>& requests, const ScorerOptions& o,
                          const ScoreProgress& progress, const ScoreGroups& groups) {
   for (const Request& r : requests) {
@@ -90,7 +90,6 @@ std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& bac
   });
   std::vector<Score> out(requests.size());
   std::vector<bool> mine(requests.size(), false);
-  const model::Pass pass{.backend = backend, .training = false};
   size_t batch_index = 0;
   for (size_t first = 0; first < order.size(); first += size_t(o.batch_size), ++batch_index) {
     if (int(batch_index % size_t(replicas)) != replica) continue;
@@ -129,7 +128,10 @@ std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& bac
                                .score_rows = tensor::from_ints(backend, scored_rows, {n}),
                                .score_labels = tensor::from_ints(backend, scored_labels, {n}),
                                .score_vocab = o.vocab_size};
-    model.forward(pass, batch, nullptr, &outputs);
+    if (!forward(batch, outputs)) {  // a stage before the last: its scores come from the last
+      if (progress) progress(int64_t(first + count), int64_t(order.size()));
+      continue;
+    }
     const std::vector<float> logprobs = tensor::to_floats(backend, outputs.label_logprobs);
     // Greedy: the label is the argmax over the whole vocabulary, the first of the shards'
     // maxima (shards in column order) where they tie.
@@ -163,7 +165,10 @@ std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& bac
     }
     if (progress) progress(int64_t(first + count), int64_t(order.size()));
   }
-  if (replicas > 1) share_scores(backend, *groups.dp, out, mine);
+  if (groups.world && groups.world->size() > 1) {
+    if (!groups.reports) mine.assign(mine.size(), false);
+    share_scores(backend, *groups.world, out, mine);
+  }
   // A replica's own last batch need not be the last one: the line ends when all have.
   if (progress && replicas > 1) progress(int64_t(order.size()), int64_t(order.size()));
   return out;

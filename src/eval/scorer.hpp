@@ -32,23 +32,29 @@ struct ScorerOptions {
 };
 
 // How a job's ranks share the work: data-parallel replicas take the batches in turn; the
-// tensor-parallel peers of a replica score the same batch, each holding a vocabulary shard (the
-// model's tp group). Null groups: one process scores everything.
+// pipeline stages and tensor-parallel ranks of a replica all run each of its batches, the last
+// stage's tensor-parallel peers each holding a vocabulary shard. Null groups: one process.
 struct ScoreGroups {
-  dist::Communicator* tp = nullptr;
-  dist::Communicator* dp = nullptr;
+  dist::Communicator* tp = nullptr;     // the tensor-parallel peers (their vocabulary shards)
+  dist::Communicator* dp = nullptr;     // the replicas (this one is its rank)
+  dist::Communicator* world = nullptr;  // every rank: each learns every score over it
+  bool reports = true;  // this rank speaks for its replica: the last stage's tensor-parallel rank 0
 };
+
+// Runs the model on a batch (every rank of a replica calls it); fills `outputs` and returns true
+// on the ranks that end the model (the last pipeline stage).
+using ForwardFn = std::function<bool(const model::Batch&, model::HeadOutputs& outputs)>;
 
 // Progress: (requests done, requests in all).
 using ScoreProgress = std::function<void(int64_t, int64_t)>;
 
-// Scores every request with `model`; results in request order, on every rank. Only the
+// Scores every request with the model `forward` runs; results in request order, on every rank. Only the
 // continuation's positions get logits; log-probabilities come from the backend's f32
 // cross-entropy over the model's vocabulary (Megatron's padding columns excluded, as a Hugging Face
 // model has none) and are summed in double. Batches do not depend on the layout, so neither do
 // the scores (but for the f32 reduction order of tensor-parallel layers). Collective over the
 // groups' ranks.
-std::vector<Score> score(const model::LanguageModel& model, tensor::Backend& backend,
+std::vector<Score> score(const ForwardFn& forward, tensor::Backend& backend,
                          const std::vector<Request>& requests, const ScorerOptions& options,
                          const ScoreProgress& progress = {}, const ScoreGroups& groups = {});
 

@@ -161,7 +161,7 @@ StepLosses forward_backward(tensor::Backend& backend, const model::LanguageModel
 
 StepLosses forward_only(tensor::Backend& backend, const model::LanguageModel& model,
                         const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
-                        const BatchSource& batches) {
+                        const BatchSource& batches, const OutputsFor& outputs) {
   Executor io(backend, model, groups, batches);
   StepLosses loss;
   for (int64_t j = 0; j < microbatches; ++j) {
@@ -170,7 +170,8 @@ StepLosses forward_only(tensor::Backend& backend, const model::LanguageModel& mo
     for (int chunk = 0; chunk < int(model.chunks()); ++chunk) {
       Tensor x = model.starts_model(chunk) ? Tensor{} : io.receive(Phase::Forward, chunk, j);
       model::Losses sum;
-      Tensor y = model.forward_chunk(pass, chunk, batch, std::move(x), nullptr, &sum);
+      model::HeadOutputs* wanted = model.ends_model(chunk) && outputs ? outputs(j) : nullptr;
+      Tensor y = model.forward_chunk(pass, chunk, batch, std::move(x), nullptr, &sum, wanted);
       if (model.ends_model(chunk)) {
         loss += means(sum, 1.0);
       } else {

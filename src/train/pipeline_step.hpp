@@ -44,10 +44,13 @@ StepLosses forward_backward(tensor::Backend& backend, const model::LanguageModel
                             const BatchSource& batches,
                             const std::function<void(size_t first_param)>& grads_ready);
 
+// Micro-batch j's asked-for outputs of the model's last chunk (null: none).
+using OutputsFor = std::function<model::HeadOutputs*(int64_t j)>;
+
 // Forward only (evaluation): the sums of the micro-batches' mean losses on the last stage, 0
-// elsewhere.
+// elsewhere; `outputs` are filled on the last stage.
 StepLosses forward_only(tensor::Backend& backend, const model::LanguageModel& model,
                         const parallel::ProcessGroups& groups, int64_t microbatches, uint64_t seed,
-                        const BatchSource& batches);
+                        const BatchSource& batches, const OutputsFor& outputs = {});
 
 }  // namespace megatron::train
