@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
@@ -23,6 +24,7 @@
 #include "dist/launcher.hpp"
 #include "eval/model_weights.hpp"
 #include "eval/results.hpp"
+#include "eval/task_run.hpp"
 #include "recipe/compile.hpp"
 #include "train/model_context.hpp"
 #include "train/pipeline_step.hpp"
@@ -50,7 +52,46 @@ struct EvalArgs {
   std::string device;
   TokenizerArgs tokenizer;
   std::vector<std::string> overrides;
+  std::vector<CLI::Option*> task_flags;  // what describes --task (refused without it)
 };
+
+// The tasks to run: --task and its flags, else the recipe's eval.tasks.
+std::vector<eval::TaskSpec> task_specs(const EvalArgs& a, const recipe::Recipe& r) {
+  if (a.task.empty()) {
+    for (const CLI::Option* o : a.task_flags) {
+      if (o->count() > 0) {
+        throw UserError(fmt::format("{} describes --task; without --task the recipe's eval.tasks "
+                                    "run, each entry with its own keys",
+                                    o->get_name()));
+      }
+    }
+    if (r.eval.tasks.empty()) {
+      throw UserError("no task: give --task and --data, or list tasks in the recipe's eval.tasks "
+                      "(add an override such as 'eval.tasks=[{task: perplexity, data: test.jsonl}]')");
+    }
+    std::vector<eval::TaskSpec> out;
+    for (const recipe::EvalTask& t : r.eval.tasks) out.push_back(eval::task_spec(t));
+    return out;
+  }
+  if (a.data.empty()) throw UserError("--task " + a.task + " needs --data (the task's file)");
+  return {{.task = a.task,
+           .data = a.data,
+           .field = a.field,
+           .choice_fields = a.choice_fields,
+           .stride = a.stride,
+           .windows = eval::windows_named(a.windows),
+           .num_fewshot = a.num_fewshot,
+           .fewshot_data = a.fewshot_data}};
+}
+
+// Tasks of one kind are told apart by their data file's name.
+void name_apart(std::vector<eval::TaskResult>& results) {
+  std::map<std::string, int> kinds;
+  for (const eval::TaskResult& r : results) ++kinds[r.task];
+  for (eval::TaskResult& r : results) {
+    if (kinds[r.task] > 1) r.task += ":" + fs::path(r.data).stem().string();
+  }
+}
 
 // The checkpoint's own recipe for a job of `world` ranks: its model, this machine, and (unless
 // overridden) every rank a data-parallel replica.
@@ -136,14 +177,6 @@ void run_eval(const EvalArgs& a) {
                     "and parallel.sequence_parallel=false (any layout's checkpoint loads into any "
                     "of them)");
   }
-  if (a.num_fewshot > 0 && a.task != "multiple-choice") {
-    throw UserError("--num-fewshot: few-shot prompts are for --task multiple-choice");
-  }
-  if (compiled.recipe.model.arch != recipe::Arch::Gpt) {
-    throw UserError(fmt::format("{}: eval scores causal language models (arch gpt); this checkpoint "
-                                "is {}: fine-tune it instead",
-                                dir->string(), recipe::name_of(compiled.recipe.model.arch)));
-  }
   const auto tokenizer = tokenizer_for(a, compiled.recipe);
   // A token id past the model's vocabulary would index past its embedding.
   if (tokenizer->vocab_size() > compiled.recipe.model.vocab_size) {
@@ -161,27 +194,9 @@ void run_eval(const EvalArgs& a) {
                                 tp, scored_vocab));
   }
   // Read every task file before the model is built: bad input costs nothing.
-  std::vector<std::string> documents;
-  std::vector<std::vector<int32_t>> token_documents;  // perplexity of an indexed dataset
-  const std::optional<std::string> indexed =
-      a.task == "perplexity" ? eval::indexed_dataset_prefix(a.data) : std::nullopt;
-  std::vector<eval::Choice> questions;
-  eval::FewShot fewshot{.shots = a.num_fewshot};
-  if (a.task == "multiple-choice") {
-    questions = eval::read_choices(a.data, a.choice_fields);
-    if (a.num_fewshot > 0) {
-      std::error_code ec;
-      fewshot.examples_are_the_task = a.fewshot_data.empty() || fs::equivalent(a.fewshot_data, a.data, ec);
-      fewshot.examples = fewshot.examples_are_the_task
-                             ? questions
-                             : eval::read_choices(a.fewshot_data, a.choice_fields);
-      // Too few examples is bad input too: refused before the model loads.
-      if (!questions.empty()) (void)eval::fewshot_context(fewshot, questions.front());
-    }
-  } else if (indexed) {
-    token_documents = eval::read_token_documents(*indexed, tokenizer->vocab_size());
-  } else {
-    documents = eval::read_documents(a.data, a.field);
+  std::vector<eval::TaskInput> inputs;
+  for (const eval::TaskSpec& spec : task_specs(a, compiled.recipe)) {
+    inputs.push_back(eval::read_task_input(spec, *tokenizer));
   }
   if (a.nproc > 1) {
     std::vector<std::string> args = own_arguments_without("--nproc");
@@ -209,16 +224,11 @@ void run_eval(const EvalArgs& a) {
       .pad_token = tokenizer->special_tokens().eod.value_or(0),
       .vocab_size = std::min<int64_t>(c.vocab, c.padded_vocab)};
   const parallel::ProcessGroups& g = ctx.groups;
-  spdlog::info("megatron eval {}: task {} on {} ({} {}{}), max length {}, batch {}, {} rank{} "
-               "(tensor {} x pipeline {} x data {}), {}",
-               dir->string(), a.task, a.data,
-               a.task == "multiple-choice" ? questions.size()
-                                           : indexed ? token_documents.size()
-                                                     : documents.size(),
-               a.task == "multiple-choice" ? "questions" : "documents",
-               a.num_fewshot > 0 ? fmt::format(", {}-shot", a.num_fewshot) : "",
-               options.max_length, options.batch_size, world, world == 1 ? "" : "s", g.tp_size,
-               g.pp_size, g.dp_size, ctx.backend->description());
+  spdlog::info("megatron eval {}: {} task{}, max length {}, batch {}, {} rank{} (tensor {} x "
+               "pipeline {} x data {}), {}",
+               dir->string(), inputs.size(), inputs.size() == 1 ? "" : "s", options.max_length,
+               options.batch_size, world, world == 1 ? "" : "s", g.tp_size, g.pp_size, g.dp_size,
+               ctx.backend->description());
   const eval::ScoreGroups groups{.tp = g.tp_size > 1 ? g.tp.get() : nullptr,
                                  .dp = g.dp_size > 1 ? g.dp.get() : nullptr,
                                  .world = world > 1 ? g.world.get() : nullptr,
@@ -261,31 +271,27 @@ void run_eval(const EvalArgs& a) {
         return scores;
       }};
   std::vector<eval::TaskResult> results;
-  if (a.task == "perplexity") {
-    const eval::PerplexityCorpus corpus =
-        indexed ? eval::corpus_from_tokens(std::move(token_documents), *tokenizer)
-                : eval::corpus_from_text(documents, *tokenizer);
-    const eval::Windows windows = a.windows == "rolling"    ? eval::Windows::Rolling
-                                  : a.windows == "megatron" ? eval::Windows::Megatron
-                                                            : eval::Windows::Both;
-    results.push_back(eval::perplexity_task(corpus, setup, a.stride, windows));
-  } else if (a.task == "cloze") {
-    results.push_back(eval::cloze_task(documents, setup));
-  } else {
-    results.push_back(eval::multiple_choice_task(questions, setup, fewshot));
+  for (eval::TaskInput& input : inputs) {
+    spdlog::info("task {} on {} ({} {}{})", input.spec.task, input.spec.data, input.samples(),
+                 input.spec.task == "multiple-choice" ? "questions" : "documents",
+                 input.spec.num_fewshot > 0 ? fmt::format(", {}-shot", input.spec.num_fewshot) : "");
+    results.push_back(eval::run_task(std::move(input), setup));
   }
+  name_apart(results);
   if (!rank0) return;
   std::cout << eval::results_table(results);
   if (!a.json.empty()) {
     const eval::RunInfo info{.checkpoint = dir->string(),
-                             .data = a.data,
                              .batch_size = options.batch_size,
                              .max_length = options.max_length,
-                             .num_fewshot = a.num_fewshot,
                              .version = std::string(build_info::version())};
     write_whole(a.json, eval::results_json(results, info).dump(2) + "\n", created);
   }
-  if (!a.log_samples.empty()) write_whole(a.log_samples, eval::samples_jsonl(results.front()), created);
+  if (!a.log_samples.empty()) {
+    std::string lines;
+    for (const eval::TaskResult& r : results) lines += eval::samples_jsonl(r);
+    write_whole(a.log_samples, lines, created);
+  }
   spdlog::info("scored {} tokens in {:.1f} s ({:.0f} tokens/s); done in {:.1f} s{}", forwarded,
                scoring_s, double(forwarded) / std::max(scoring_s, 1e-9),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
@@ -300,29 +306,32 @@ void add_eval_command(CLI::App& app, Actions& actions) {
       "eval", "Score a checkpoint on a task: perplexity, cloze (LAMBADA) or multiple choice");
   cmd->add_option("checkpoint", args->checkpoint, "Checkpoint (save directory or iter_NNNNNNN)")->required();
   cmd->add_option("overrides", args->overrides, "section.key=value recipe overrides");
-  cmd->add_option("--task", args->task, "perplexity, cloze or multiple-choice")
-      ->required()
+  cmd->add_option("--task", args->task,
+                  "perplexity, cloze or multiple-choice (default: the recipe's eval.tasks)")
       ->check(CLI::IsMember({"perplexity", "cloze", "multiple-choice"}));
-  cmd->add_option("--data", args->data,
-                  "Task file: .jsonl; for perplexity also plain text or an indexed dataset's prefix")
-      ->required();
-  cmd->add_option("--field", args->field, "jsonl field holding each document's text (default text)");
-  cmd->add_option("--context-field", args->choice_fields.context, "multiple choice: the question (default context)");
-  cmd->add_option("--choices-field", args->choice_fields.choices, "multiple choice: the list of answers (default choices)");
-  cmd->add_option("--gold-field", args->choice_fields.gold, "multiple choice: the right answer, index or text (default gold)");
-  cmd->add_option("--stride", args->stride, "perplexity: Megatron's overlapping-window stride (default 32)")
-      ->check(whole_number(int64_t{1} << 30));
-  cmd->add_option("--windows", args->windows,
+  auto& flags = args->task_flags;
+  flags.push_back(cmd->add_option(
+      "--data", args->data, "Task file: .jsonl; for perplexity also plain text or an indexed dataset's prefix"));
+  flags.push_back(cmd->add_option("--field", args->field, "jsonl field holding each document's text (default text)"));
+  flags.push_back(cmd->add_option("--context-field", args->choice_fields.context,
+                                  "multiple choice: the question (default context)"));
+  flags.push_back(cmd->add_option("--choices-field", args->choice_fields.choices,
+                                  "multiple choice: the list of answers (default choices)"));
+  flags.push_back(cmd->add_option("--gold-field", args->choice_fields.gold,
+                                  "multiple choice: the right answer, index or text (default gold)"));
+  flags.push_back(cmd->add_option("--stride", args->stride, "perplexity: Megatron's overlapping-window stride (default 32)")
+      ->check(whole_number(int64_t{1} << 30)));
+  flags.push_back(cmd->add_option("--windows", args->windows,
                   "perplexity: rolling (lm-evaluation-harness), megatron (overlapping) or both "
                   "(default)")
-      ->check(CLI::IsMember({"rolling", "megatron", "both"}));
+      ->check(CLI::IsMember({"rolling", "megatron", "both"})));
   cmd->add_option("--batch-size", args->batch_size, "Sequences per forward pass (default 1)")
       ->check(whole_number(int64_t{1} << 16));
-  cmd->add_option("--num-fewshot", args->num_fewshot,
+  flags.push_back(cmd->add_option("--num-fewshot", args->num_fewshot,
                   "multiple choice: examples before each question (lm-evaluation-harness's first_n)")
-      ->check(whole_number(int64_t{1} << 10));
-  cmd->add_option("--fewshot-data", args->fewshot_data,
-                  "multiple choice: the examples' file (default: the task's own, less the question)");
+      ->check(whole_number(int64_t{1} << 10)));
+  flags.push_back(cmd->add_option("--fewshot-data", args->fewshot_data,
+                  "multiple choice: the examples' file (default: the task's own, less the question)"));
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");
   cmd->add_option("--log-samples", args->log_samples,
                   "Write each sample's log-likelihoods here (jsonl, as lm-evaluation-harness's "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace megatron::eval {
@@ -23,8 +24,8 @@ nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInf
     tasks[r.task] = t;
     n_samples[r.task] = {{"original", r.samples}, {"effective", r.samples}};
     versions[r.task] = 1.0;
-    n_shot[r.task] = info.num_fewshot;
-    configs[r.task] = {{"task", r.task}, {"dataset_path", info.data}, {"num_fewshot", info.num_fewshot}};
+    n_shot[r.task] = r.num_fewshot;
+    configs[r.task] = {{"task", r.task}, {"dataset_path", r.data}, {"num_fewshot", r.num_fewshot}};
   }
   out["results"] = tasks;
   out["configs"] = configs;
@@ -43,12 +44,14 @@ nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInf
 }
 
 std::string results_table(const std::vector<TaskResult>& results) {
-  std::string out = fmt::format("|{:<16}|{:>8}|{:<22}|{:>14}|{:>10}|\n", "task", "samples",
+  size_t width = 16;
+  for (const TaskResult& r : results) width = std::max(width, r.task.size());
+  std::string out = fmt::format("|{:<{}}|{:>8}|{:<22}|{:>14}|{:>10}|\n", "task", width, "samples",
                                 "metric", "value", "stderr");
-  out += fmt::format("|{:-<16}|{:->8}|{:-<22}|{:->14}|{:->10}|\n", "", "", "", "", "");
+  out += fmt::format("|{:-<{}}|{:->8}|{:-<22}|{:->14}|{:->10}|\n", "", width, "", "", "", "");
   for (const TaskResult& r : results) {
     for (const Metric& m : r.metrics) {
-      out += fmt::format("|{:<16}|{:>8}|{:<22}|{:>14.6g}|{:>10}|\n", r.task, r.samples, m.name,
+      out += fmt::format("|{:<{}}|{:>8}|{:<22}|{:>14.6g}|{:>10}|\n", r.task, width, r.samples, m.name,
                          m.value, m.std_error ? fmt::format("{:.4f}", *m.std_error) : "N/A");
     }
   }

@@ -13,10 +13,8 @@ namespace megatron::eval {
 
 struct RunInfo {
   std::string checkpoint;  // what was evaluated (model_name)
-  std::string data;        // the task file
   int64_t batch_size = 1;
   int64_t max_length = 0;
-  int64_t num_fewshot = 0;
   std::string version;     // megatron's
 };
 

@@ -25,6 +25,8 @@ struct Metric {
 
 struct TaskResult {
   std::string task;
+  std::string data;          // the task's file
+  int64_t num_fewshot = 0;
   int64_t samples = 0;  // documents or questions
   std::vector<Metric> metrics;
   // Each sample's lm-evaluation-harness requests, scored: a document's rolling log-likelihood

@@ -139,9 +139,21 @@ struct LoggingSection {
   std::optional<std::string> tensorboard_dir;
 };
 
+// One entry of eval.tasks: a downstream task `megatron eval CHECKPOINT` runs when no --task is
+// given. The keys are the flags of `megatron eval` (docs/eval.md); data paths are resolved
+// against the recipe's directory when read.
+struct EvalTask {
+  std::string task;  // perplexity, cloze or multiple-choice
+  std::string data;
+  std::optional<std::string> field, context_field, choices_field, gold_field, windows, fewshot_data;
+  std::optional<int64_t> stride, num_fewshot;
+  bool operator==(const EvalTask&) const = default;
+};
+
 struct EvalSection {
   std::optional<int64_t> interval;
   int64_t iters = 10;
+  std::vector<EvalTask> tasks;
 };
 
 struct ClusterSection {

@@ -47,6 +47,10 @@ nlohmann::json field_schema(const FieldSpec& f, const Recipe& defaults) {
     case ValueKind::NumberList:
       j["type"] = "array"; j["items"] = {{"type", "number"}}; bounds(j["items"]); break;
     case ValueKind::StringList: j["type"] = "array"; j["items"] = {{"type", "string"}}; break;
+    case ValueKind::TaskList:
+      j["type"] = "array";
+      j["items"] = {{"type", "object"}, {"required", {"task", "data"}}};
+      break;
   }
   if (f.optional) j["type"] = nlohmann::json::array({j["type"], "null"});
   std::string description = f.doc;

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "recipe/codec.hpp"
+#include "recipe/eval_tasks.hpp"
 
 namespace megatron::recipe {
 namespace {
@@ -353,6 +354,7 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(e("interval", &S::interval, "Validate every this many iterations.",
                     derived("no validation", up_to(kMaxInterval))));
     out.push_back(e("iters", &S::iters, "Validation iterations each time.", up_to(kMaxEvalIters)));
+    out.push_back(eval_tasks_field());
   }
   {
     using S = ClusterSection;
@@ -409,6 +411,7 @@ std::string FieldSpec::type_description() const {
     case ValueKind::IntegerList: return "a list of integers" + bounds();
     case ValueKind::NumberList: return "a list of numbers" + bounds();
     case ValueKind::StringList: return "a list of strings";
+    case ValueKind::TaskList: return "a list of tasks";
   }
   return "a value";
 }
@@ -422,7 +425,7 @@ const std::vector<SectionSpec>& sections() {
       {"data", "Datasets, blending, sequence length and tokenizer."},
       {"checkpoint", "Where and how often to save, and what to load."},
       {"logging", "What is printed and recorded, and where."},
-      {"eval", "Validation during training."},
+      {"eval", "Validation during training, and the downstream tasks `megatron eval` runs."},
       {"cluster", "Nodes, GPUs per node, hardware profile, Slurm settings."},
   };
   return all;

@@ -14,7 +14,7 @@
 
 namespace megatron::recipe {
 
-enum class ValueKind { Integer, Number, Boolean, String, Choice, IntegerList, NumberList, StringList };
+enum class ValueKind { Integer, Number, Boolean, String, Choice, IntegerList, NumberList, StringList, TaskList };
 
 struct SectionSpec {
   std::string name;  // "model"

@@ -280,6 +280,41 @@ TEST(EvalCli, ContextAndSequenceParallelLayoutsAreRefusedBeforeAnyRankStarts) {
   }
 }
 
+TEST(EvalCli, WithoutTaskTheRecipesEvalTasksRunIntoOneResultsFile) {
+  test_support::TempDir dir;
+  const std::string a = dir.write("a.jsonl", "{\"text\": \"It is a truth universally acknowledged.\"}\n").string();
+  const std::string b = dir.write("b.jsonl", "{\"text\": \"Emma Woodhouse, handsome, clever, and rich.\"}\n").string();
+  const fs::path json = dir.path() / "r.json";
+  const std::string tasks = "'eval.tasks=[{task: perplexity, data: " + a + ", windows: rolling}, {task: perplexity, data: " +
+                            b + "}, {task: cloze, data: " + b + "}]'";
+  const CommandResult r = run_megatron("eval " + checkpoint().string() + " " + tasks + kGpt2 + "--json " + json.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json));
+  // Tasks of one kind are named apart by their files.
+  EXPECT_TRUE(j["results"].contains("perplexity:a")) << j.dump();
+  EXPECT_TRUE(j["results"].contains("perplexity:b")) << j.dump();
+  EXPECT_TRUE(j["results"].contains("cloze")) << j.dump();
+  EXPECT_FALSE(j["results"]["perplexity:a"].contains("megatron_ppl,none"));  // windows: rolling
+  EXPECT_TRUE(j["results"]["perplexity:b"].contains("megatron_ppl,none"));
+  EXPECT_EQ(j["configs"]["perplexity:b"]["dataset_path"], b);
+  // The same document scored as the --task flags score it.
+  const fs::path one = dir.path() / "one.json";
+  ASSERT_EQ(run_megatron("eval " + checkpoint().string() + " --task perplexity --data " + b + kGpt2 +
+                         "--json " + one.string()).exit_code, 0);
+  EXPECT_EQ(metrics_of(one).at("perplexity/word_perplexity,none"),
+            j["results"]["perplexity:b"]["word_perplexity,none"].get<double>());
+}
+
+TEST(EvalCli, TaskFlagsWithoutTaskAndNoTaskAtAllAreRefused) {
+  const CommandResult flags = run_megatron("eval " + checkpoint().string() + " --data x.jsonl" + kGpt2);
+  EXPECT_EQ(flags.exit_code, 2);
+  EXPECT_NE(flags.err.find("--data describes --task"), std::string::npos) << flags.err;
+  const CommandResult none = run_megatron("eval " + checkpoint().string() + kGpt2);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no task: give --task and --data, or list tasks in the recipe's eval.tasks"),
+            std::string::npos) << none.err;
+}
+
 TEST(EvalCli, FewShotOutsideMultipleChoiceIsRefused) {
   test_support::TempDir dir;
   const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();

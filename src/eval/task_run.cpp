@@ -1,0 +1,73 @@
+#include "eval/task_run.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace megatron::eval {
+
+Windows windows_named(const std::string& name) {
+  return name == "rolling" ? Windows::Rolling : name == "megatron" ? Windows::Megatron : Windows::Both;
+}
+
+TaskSpec task_spec(const recipe::EvalTask& e) {
+  TaskSpec s{.task = e.task, .data = e.data};
+  if (e.field) s.field = *e.field;
+  if (e.context_field) s.choice_fields.context = *e.context_field;
+  if (e.choices_field) s.choice_fields.choices = *e.choices_field;
+  if (e.gold_field) s.choice_fields.gold = *e.gold_field;
+  if (e.stride) s.stride = *e.stride;
+  if (e.windows) s.windows = windows_named(*e.windows);
+  if (e.num_fewshot) s.num_fewshot = *e.num_fewshot;
+  if (e.fewshot_data) s.fewshot_data = *e.fewshot_data;
+  return s;
+}
+
+int64_t TaskInput::samples() const {
+  if (spec.task == "multiple-choice") return int64_t(questions.size());
+  return token_documents ? int64_t(token_documents->size()) : int64_t(documents.size());
+}
+
+TaskInput read_task_input(const TaskSpec& spec, const data::Tokenizer& tokenizer) {
+  if (spec.num_fewshot > 0 && spec.task != "multiple-choice") {
+    throw UserError("--num-fewshot: few-shot prompts are for --task multiple-choice");
+  }
+  TaskInput in{.spec = spec, .fewshot = {.shots = spec.num_fewshot}};
+  if (spec.task == "multiple-choice") {
+    in.questions = read_choices(spec.data, spec.choice_fields);
+    if (spec.num_fewshot > 0) {
+      std::error_code ec;
+      in.fewshot.examples_are_the_task =
+          spec.fewshot_data.empty() || std::filesystem::equivalent(spec.fewshot_data, spec.data, ec);
+      in.fewshot.examples = in.fewshot.examples_are_the_task
+                                ? in.questions
+                                : read_choices(spec.fewshot_data, spec.choice_fields);
+      // Too few examples is bad input too: refused before the model loads.
+      if (!in.questions.empty()) (void)fewshot_context(in.fewshot, in.questions.front());
+    }
+  } else if (const auto prefix = spec.task == "perplexity" ? indexed_dataset_prefix(spec.data) : std::nullopt) {
+    in.token_documents = read_token_documents(*prefix, tokenizer.vocab_size());
+  } else {
+    in.documents = read_documents(spec.data, spec.field);
+  }
+  return in;
+}
+
+TaskResult run_task(TaskInput in, const TaskSetup& setup) {
+  TaskResult r;
+  if (in.spec.task == "perplexity") {
+    const PerplexityCorpus corpus = in.token_documents
+                                        ? corpus_from_tokens(std::move(*in.token_documents), setup.tokenizer)
+                                        : corpus_from_text(in.documents, setup.tokenizer);
+    r = perplexity_task(corpus, setup, in.spec.stride, in.spec.windows);
+  } else if (in.spec.task == "cloze") {
+    r = cloze_task(in.documents, setup);
+  } else {
+    r = multiple_choice_task(in.questions, setup, in.fewshot);
+  }
+  r.data = in.spec.data;
+  r.num_fewshot = in.spec.num_fewshot;
+  return r;
+}
+
+}  // namespace megatron::eval
