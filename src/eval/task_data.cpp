@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/printable.hpp"
 #include "data/indexed_dataset.hpp"
+#include "data/jsonl_records.hpp"
 #include "data/token_ids.hpp"
 
 namespace megatron::eval {
@@ -26,43 +27,19 @@ std::ifstream open(const std::string& path) {
   return in;
 }
 
-// Calls `each(json, line number)` for every non-blank line.
 void for_each_line(const std::string& path,
                    const std::function<void(const nlohmann::json&, int64_t)>& each) {
-  std::ifstream in = open(path);
-  int64_t number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw UserError(fmt::format("{}:{}: not JSON ({}); each line holds one JSON object", path,
-                                  number, printable(e.what())));
-    }
-    if (!j.is_object()) throw UserError(fmt::format("{}:{}: not a JSON object", path, number));
-    each(j, number);
-  }
+  data::for_each_record(path, "the task file", each);
 }
 
 const nlohmann::json& field_of(const nlohmann::json& j, const std::string& field,
                                const std::string& path, int64_t line) {
-  if (!j.contains(field)) {
-    throw UserError(fmt::format("{}:{}: no field \"{}\" (name another with the task's field "
-                                "options)",
-                                path, line, printable(field)));
-  }
-  return j.at(field);
+  return data::field_of(j, field, path, line, "name another with the task's field options");
 }
 
 std::string text_of(const nlohmann::json& v, const std::string& field, const std::string& path,
                     int64_t line) {
-  if (!v.is_string()) {
-    throw UserError(fmt::format("{}:{}: field \"{}\" is {}, not a string", path, line,
-                                printable(field), v.type_name()));
-  }
-  return v.get<std::string>();
+  return data::string_of(v, field, path, line);
 }
 
 }  // namespace
