@@ -40,7 +40,8 @@ int run(int argc, char** argv) {
   bool version = false;
   app.add_flag("--version", version, "Print version, git commit and build options");
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "Log level")
+  CLI::Option* log_level_option = app.add_option(
+      "--log-level", log_level, "Log level (default info; overrides a recipe's logging.level)")
       ->check(CLI::IsMember(recipe::canonical_names<recipe::LogLevel>()));
   Actions actions;
   add_recipe_commands(app, actions);
@@ -71,7 +72,10 @@ int run(int argc, char** argv) {
     return kExitBadInput;
   }
   try {
-    logging::init(log_level);
+    const dist::LaunchInfo launch = dist::launch_info();
+    logging::init(log_level,
+                  launch.world_size > 1 && launch.rank != 0 ? std::optional<int>(launch.rank) : std::nullopt,
+                  log_level_option->count() > 0);
     for (const auto& [command, action] : actions) {
       if (command->parsed()) {
         action();

@@ -7,13 +7,22 @@
 
 namespace megatron::logging {
 
-void init(std::string_view level, std::optional<int> rank) {
+namespace {
+bool level_from_command_line = false;
+}  // namespace
+
+void init(std::string_view level, std::optional<int> rank, bool level_given) {
+  level_from_command_line = level_given;
   auto logger = spdlog::stderr_color_mt("megatron");
   std::string pattern = "[%H:%M:%S.%e] [%^%l%$] ";
   if (rank) pattern += "[rank " + std::to_string(*rank) + "] ";
   logger->set_pattern(pattern + "%v");
   logger->set_level(spdlog::level::from_str(std::string(level)));
   spdlog::set_default_logger(logger);
+}
+
+void set_recipe_level(std::string_view level) {
+  if (!level_from_command_line) spdlog::set_level(spdlog::level::from_str(std::string(level)));
 }
 
 }  // namespace megatron::logging

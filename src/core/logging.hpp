@@ -7,7 +7,12 @@
 
 namespace megatron::logging {
 
-// Installs the default logger. `rank` adds "[rank N]" to every line when the job has ranks.
-void init(std::string_view level = "info", std::optional<int> rank = std::nullopt);
+// Installs the default logger. `rank` adds "[rank N]" to every line (ranks other than 0 of a
+// job). `level_given`: the level came from the command line, which a recipe does not override.
+void init(std::string_view level = "info", std::optional<int> rank = std::nullopt,
+          bool level_given = false);
+
+// A recipe's logging.level, unless the command line gave one.
+void set_recipe_level(std::string_view level);
 
 }  // namespace megatron::logging

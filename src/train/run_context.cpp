@@ -5,9 +5,11 @@
 #include <chrono>
 #include <fstream>
 
+#include "core/logging.hpp"
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
+#include "recipe/enum_names.hpp"
 #include "plan/build.hpp"
 #include "recipe/render.hpp"
 #include "tensor/make_backend.hpp"
@@ -81,7 +83,9 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
       speed(model_speed(c, plan, hardware)),
       batch_spec(train::batch_spec(config)) {
   const auto& r = c.recipe;
-  if (!rank0()) spdlog::set_level(spdlog::level::warn);
+  logging::set_recipe_level(recipe::name_of(r.logging.level));
+  // Ranks other than 0 say only what goes wrong.
+  if (!rank0() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   if (rank0()) run_dir = prepare_run_dir(c, options);
   checkpointer = std::make_unique<Checkpointer>(c, groups, *backend, options.recipe_text,
                                                 options.overrides);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_command.hpp"
+#include "support/temp_dir.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -162,6 +163,19 @@ TEST(Cli, SanitizerBuildsLeaveTlsGetAddrUnintercepted) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("Intercept __tls_get_addr. (Current Value: false)"));
 #endif
+}
+
+// logging.level sets the training log's level; --log-level on the command line wins.
+TEST(Cli, TheRecipesLogLevelActsUnlessTheCommandLineGivesOne) {
+  test_support::TempDir dir;
+  const std::string run = " run recipes/gpt-tiny.yaml model.num_layers=1 training.train_iters=1 "
+                          "training.lr_warmup_iters=0 eval.interval=null logging.level=warn --threads 1 --run-dir ";
+  const auto quiet = run_megatron(run + (dir.path() / "a").string());
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("[info]"), std::string::npos) << quiet.err;
+  const auto told = run_megatron("--log-level info" + run + (dir.path() / "b").string());
+  ASSERT_EQ(told.exit_code, 0) << told.err;
+  EXPECT_NE(told.err.find("[info]"), std::string::npos) << told.err;
 }
 
 }  // namespace

@@ -82,6 +82,20 @@ TEST_F(RecipeTest, InterleavingNeedsAPipelineAndWholeChunks) {
 TEST_F(RecipeTest, OnlyOneTrainingLengthMayBeGiven) {
   EXPECT_THAT(error_of(kMinimalRecipe, {"training.train_iters=10", "training.train_samples=100"}),
               HasSubstr("give only one of training.train_iters, train_samples and train_tokens"));
+  EXPECT_THAT(error_of(std::string(kMinimalRecipe) + "  train_iters: 10\n  train_samples: 100\n"),
+              HasSubstr("give only one of training.train_iters, train_samples and train_tokens"));
+}
+
+TEST_F(RecipeTest, AnOverrideOfTheTrainingLengthReplacesTheFiles) {
+  const std::string samples = std::string(kMinimalRecipe) + "  train_samples: 1000\n";
+  const CompiledRecipe c = compile_text(samples, {"training.train_iters=10"});
+  EXPECT_EQ(c.recipe.training.train_iters, 10);
+  EXPECT_FALSE(c.recipe.training.train_samples.has_value());
+  // A recipe built on a base replaces the base's length the same way.
+  dir_.write("base.yaml", samples);
+  const CompiledRecipe child = compile_text("base: base.yaml\ntraining:\n  train_tokens: 64000\n", {}, "child.yaml");
+  EXPECT_EQ(child.recipe.training.train_tokens, 64000);
+  EXPECT_FALSE(child.recipe.training.train_samples.has_value());
 }
 
 TEST_F(RecipeTest, BlendWeightsNeedOnePerDataset) {
