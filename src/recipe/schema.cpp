@@ -343,7 +343,8 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(l("level", &S::level, "Log level."));
     out.push_back(l("run_dir", &S::run_dir, "Directory for JSON-lines metrics and logs.",
                     derived("none")));
-    out.push_back(l("tensorboard_dir", &S::tensorboard_dir, "Write TensorBoard event files here.",
+    out.push_back(l("tensorboard_dir", &S::tensorboard_dir, "Write a TensorBoard event file here (Megatron's tags, each loss also \"vs samples\"; the "
+                    "resolved recipe as text), from rank 0; docs/training.md.",
                     derived("none")));
   }
   {

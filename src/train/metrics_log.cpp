@@ -21,9 +21,21 @@ int64_t peak_rss_bytes() {
 
 double perplexity(double loss) { return std::exp(std::min(loss, 20.0)); }
 
-MetricsLog::MetricsLog(const std::filesystem::path& run_dir)
+MetricsLog::MetricsLog(const std::filesystem::path& run_dir,
+                       const std::optional<std::filesystem::path>& tensorboard_dir,
+                       const std::string& recipe)
     : jsonl_(run_dir / "metrics.jsonl", std::ios::app) {
   if (!jsonl_) throw RuntimeFailure("cannot write " + (run_dir / "metrics.jsonl").string());
+  if (tensorboard_dir) {
+    events_.emplace(*tensorboard_dir);
+    if (!recipe.empty()) events_->text("recipe", recipe, 0);
+  }
+}
+
+void MetricsLog::board(const std::string& tag, double value, int64_t iteration, int64_t samples) {
+  if (!events_) return;
+  events_->scalar(tag, value, iteration);
+  events_->scalar(tag + " vs samples", value, samples);
 }
 
 void MetricsLog::log(const IterationMetrics& m) {
@@ -54,6 +66,19 @@ void MetricsLog::log(const IterationMetrics& m) {
                    {"tensor_bytes_peak", m.tensor_bytes_peak},
                    {"rss_peak_bytes", m.rss_peak_bytes}};
   if (m.sop_loss) j["sop_loss"] = *m.sop_loss;
+  board("lm loss", m.lm_loss, m.iteration, m.consumed_samples);
+  if (m.sop_loss) board("sop loss", *m.sop_loss, m.iteration, m.consumed_samples);
+  board("learning-rate", m.lr, m.iteration, m.consumed_samples);
+  board("batch-size", double(m.global_batch), m.iteration, m.consumed_samples);
+  board("loss-scale", m.loss_scale, m.iteration, m.consumed_samples);
+  board("grad-norm", m.grad_norm, m.iteration, m.consumed_samples);
+  if (events_) {
+    events_->scalar("iteration-time", m.ms_per_iteration / 1000.0, m.iteration);
+    events_->scalar("throughput", m.tflops_per_rank, m.iteration);
+    events_->scalar("tokens-per-second", m.tokens_per_s, m.iteration);
+    events_->scalar("mem-max-allocated-bytes", double(m.tensor_bytes_peak), m.iteration);
+    events_->scalar("skipped-iterations", double(m.skipped_iterations), m.iteration);
+  }
   if (m.val_loss) {
     j["val_loss"] = *m.val_loss;
     j["val_ppl"] = *m.val_ppl;
@@ -63,7 +88,11 @@ void MetricsLog::log(const IterationMetrics& m) {
   jsonl_.flush();
 }
 
-void MetricsLog::validation(int64_t iteration, double lm, std::optional<double> sop) {
+void MetricsLog::validation(int64_t iteration, int64_t consumed_samples, double lm,
+                            std::optional<double> sop) {
+  board("lm loss validation", lm, iteration, consumed_samples);
+  board("lm loss validation ppl", perplexity(lm), iteration, consumed_samples);
+  if (sop) board("sop loss validation", *sop, iteration, consumed_samples);
   std::cout << fmt::format(" validation loss at iteration {} | lm loss value: {:.6E} | lm loss "
                            "PPL: {:.6E}{}",
                            iteration, lm, perplexity(lm),

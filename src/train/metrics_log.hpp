@@ -1,11 +1,15 @@
-// The run's record: one human line per log interval on stdout (Megatron's fields) and one JSON
-// object per logged iteration in <run dir>/metrics.jsonl.
+// The run's record: one human line per log interval on stdout (Megatron's fields), one JSON
+// object per logged iteration in <run dir>/metrics.jsonl, and with logging.tensorboard_dir
+// TensorBoard event files with Megatron's tags.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <string>
+
+#include "train/tfevents.hpp"
 
 namespace megatron::train {
 
@@ -36,14 +40,20 @@ struct IterationMetrics {
 
 class MetricsLog {
  public:
-  // Appends to <run_dir>/metrics.jsonl (created if missing).
-  explicit MetricsLog(const std::filesystem::path& run_dir);
+  // Appends to <run_dir>/metrics.jsonl (created if missing); with `tensorboard_dir`, also
+  // writes an event file there, starting with `recipe` (the resolved recipe) as text.
+  explicit MetricsLog(const std::filesystem::path& run_dir,
+                      const std::optional<std::filesystem::path>& tensorboard_dir = {},
+                      const std::string& recipe = {});
   void log(const IterationMetrics& m);
   // lm: the validation's mean token loss; sop: its sentence-order loss, for a binary head.
-  void validation(int64_t iteration, double lm, std::optional<double> sop);
+  void validation(int64_t iteration, int64_t consumed_samples, double lm, std::optional<double> sop);
 
  private:
+  // A scalar at the iteration and its "vs samples" twin at the consumed samples, as Megatron.
+  void board(const std::string& tag, double value, int64_t iteration, int64_t samples);
   std::ofstream jsonl_;
+  std::optional<EventFile> events_;
 };
 
 int64_t peak_rss_bytes();

@@ -14,6 +14,7 @@
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
+#include "recipe/render.hpp"
 #include "tensor/host_io.hpp"
 #include "train/device_setup.hpp"
 #include "train/iteration.hpp"
@@ -169,7 +170,11 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   result.run_dir = run.run_dir;
   const auto& resumed = run.resumed;
   std::optional<MetricsLog> log;
-  if (run.rank0()) log.emplace(run.run_dir);
+  if (run.rank0()) {
+    log.emplace(run.run_dir, r.logging.tensorboard_dir ? std::optional<std::filesystem::path>(*r.logging.tensorboard_dir)
+                                                       : std::nullopt,
+                recipe::render_yaml(c));
+  }
   const double time_limit_s = r.training.exit_duration_minutes
                                   ? *r.training.exit_duration_minutes * 60.0
                                   : std::numeric_limits<double>::infinity();
@@ -188,7 +193,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   if (evaluating && !resumed) {
     // Where training starts from: an untrained model scores about log(vocabulary).
     const StepLosses val = evaluate(run);
-    if (log) log->validation(0, val.lm, sop_of(run, val));
+    if (log) log->validation(0, consumed, val.lm, sop_of(run, val));
   }
   const auto training_state = [&](int64_t iteration) {
     return ckpt::TrainingState{.iteration = iteration,
@@ -218,7 +223,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     std::optional<StepLosses> val;
     if (evaluating && (iteration % *r.eval.interval == 0 || last)) {
       val = evaluate(run);
-      if (log) log->validation(iteration, val->lm, sop_of(run, *val));
+      if (log) log->validation(iteration, consumed, val->lm, sop_of(run, *val));
       result.final_val_loss = val->lm + val->sop;
     }
     if (iteration % r.logging.interval == 0 || last || val) {
