@@ -25,19 +25,22 @@ constexpr const char* kTooDeep =
 
 // Keys of which a recipe gives one: a later layer or an override that sets one replaces the
 // others an earlier layer set (`training.train_iters=10` on a recipe that counts samples).
-const std::vector<std::string> kTrainingLength = {"training.train_iters", "training.train_samples",
-                                                  "training.train_tokens"};
+const std::vector<std::vector<std::string>> kOneOf = {
+    {"training.train_iters", "training.train_samples", "training.train_tokens"},
+    {"training.lr_warmup_iters", "training.lr_warmup_fraction"},
+};
 
-// Drops the training lengths other than `path` that did not come from `keep_from` (a file's
-// own, or an override's): the later setting replaces them.
-void replace_length(Entries& entries, const std::string& path, const YAML::Node& value,
+// Drops the keys of `path`'s group other than `path` unless `keep` holds for where they came
+// from (a file's own keys, or an override's): the later setting replaces them.
+void replace_one_of(Entries& entries, const std::string& path, const YAML::Node& value,
                     const std::function<bool(const Origin&)>& keep) {
-  if (value.IsNull() || std::find(kTrainingLength.begin(), kTrainingLength.end(), path) == kTrainingLength.end()) {
-    return;
-  }
-  for (const std::string& other : kTrainingLength) {
-    const auto it = entries.values.find(other);
-    if (other != path && it != entries.values.end() && !keep(it->second.origin)) entries.values.erase(it);
+  if (value.IsNull()) return;
+  for (const auto& group : kOneOf) {
+    if (std::find(group.begin(), group.end(), path) == group.end()) continue;
+    for (const std::string& other : group) {
+      const auto it = entries.values.find(other);
+      if (other != path && it != entries.values.end() && !keep(it->second.origin)) entries.values.erase(it);
+    }
   }
 }
 
@@ -190,8 +193,9 @@ class Loader {
       if (!find_field(path)) throw UserError(key_origin.describe() + ": " + unknown_key_message(section, key));
       // Point at the value when there is one, at the key for `key:` with nothing after it.
       const Origin value_origin = kv.second.IsNull() ? key_origin : origin_of(kv.second, display);
-      // This file's training length replaces its bases' (two in one file still conflict).
-      replace_length(result, path, kv.second, [&](const Origin& o) { return o.file == display; });
+      // This file's training length (or warmup) replaces its bases' (two in one file still
+      // conflict).
+      replace_one_of(result, path, kv.second, [&](const Origin& o) { return o.file == display; });
       result.values[path] = Entry{kv.second, value_origin};
     }
   }
@@ -251,8 +255,9 @@ void apply_overrides(Entries& entries, const std::vector<std::string>& overrides
     } catch (const YAML::ParserException& e) {
       throw UserError(origin.describe() + ": the value is not valid YAML: " + e.msg);
     }
-    // An override of the training length replaces the files' (two overrides still conflict).
-    replace_length(entries, path, node, [](const Origin& o) { return o.is_override(); });
+    // An override of the training length (or warmup) replaces the files' (two overrides still
+    // conflict).
+    replace_one_of(entries, path, node, [](const Origin& o) { return o.is_override(); });
     entries.values[path] = Entry{node, origin};
   }
 }

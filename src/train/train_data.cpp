@@ -10,6 +10,7 @@
 #include "data/bert_dataset.hpp"
 #include "data/gpt_dataset_builder.hpp"
 #include "data/tokenizer.hpp"
+#include "recipe/enum_names.hpp"
 #include "tensor/host_io.hpp"
 #include "train/mock_data.hpp"
 
@@ -21,6 +22,31 @@ std::string relative_to(const recipe::CompiledRecipe& compiled, const std::strin
   const std::filesystem::path p(path);
   const auto base = std::filesystem::path(compiled.file).parent_path();
   return (p.is_absolute() ? p : base / p).lexically_normal().string();
+}
+
+// What to do when a recipe names no data: a preprocess command for its tokenizer on the bundled
+// corpus (or the user's own), and the override that then trains on it.
+std::string no_data_message(const recipe::Recipe& r) {
+  const bool bert = r.model.arch == recipe::Arch::Bert;
+  std::string tokenizer;
+  switch (r.data.tokenizer) {
+    case recipe::Tokenizer::Gpt2Bpe:
+      tokenizer = "--tokenizer gpt2-bpe --vocab-file data/tokenizers/gpt2/vocab.json --merge-file "
+                  "data/tokenizers/gpt2/merges.txt --append-eod";
+      break;
+    case recipe::Tokenizer::SentencePiece:
+      tokenizer = "--tokenizer sentencepiece --tokenizer-model TOKENIZER.model (megatron tokenizer "
+                  "train makes one) --append-eod";
+      break;
+    default:
+      tokenizer = fmt::format("--tokenizer {} --vocab-file data/tokenizers/bert-base-uncased/vocab.txt{}",
+                              recipe::name_of(r.data.tokenizer), bert ? " --split-sentences" : "");
+  }
+  return fmt::format(
+      "the recipe names no data (data.prefixes is empty). Make a dataset, e.g. from the bundled "
+      "corpus: `megatron preprocess --input data/corpora/austen.jsonl --output-prefix data/austen "
+      "{}`, then add 'data.prefixes=[data/austen_text_{}]'{}",
+      tokenizer, bert ? "sentence" : "document", bert ? "" : " (or set data.mock=true for random tokens)");
 }
 
 // Megatron's BERTMaskedWordPieceDataset over each prefix: the tokenizer gives [CLS], [SEP],
@@ -106,11 +132,7 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
                                                       valid_samples),
             .description = "mock (repeated random phrases)"};
   }
-  if (r.data.prefixes.empty()) {
-    throw UserError(compiled.file +
-                    ": data.prefixes is empty: name indexed datasets (made by `megatron "
-                    "preprocess`) or set data.mock: true");
-  }
+  if (r.data.prefixes.empty()) throw UserError(compiled.file + ": " + no_data_message(r));
   // Every id of every dataset is checked here, before any step: a dataset from another
   // tokenizer must not stop a run hours in, when a bad sample is first drawn.
   data::BlendSpec spec{.weights = r.data.weights, .split = r.data.split, .vocab_size = vocab};

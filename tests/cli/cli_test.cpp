@@ -52,7 +52,7 @@ TEST(Cli, BadRecipeValueIsOneLineWithTheOverrideAndExitCode2) {
 TEST(Cli, CrossFieldErrorNamesTheRecipeLine) {
   const auto r = run_megatron("plan recipes/gpt-175b.yaml --nodes 100");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, StartsWith("megatron: error: recipes/gpt-175b.yaml:15:11: tensor 8 x pipeline "
+  EXPECT_THAT(r.err, StartsWith("megatron: error: recipes/gpt-175b.yaml:17:11: tensor 8 x pipeline "
                                 "16 x context 1 = 128 ranks per model replica does not divide the "
                                 "world size 800"));
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
@@ -176,6 +176,18 @@ TEST(Cli, TheRecipesLogLevelActsUnlessTheCommandLineGivesOne) {
   const auto told = run_megatron("--log-level info" + run + (dir.path() / "b").string());
   ASSERT_EQ(told.exit_code, 0) << told.err;
   EXPECT_NE(told.err.find("[info]"), std::string::npos) << told.err;
+}
+
+// A shipped recipe without data says how to make some for its tokenizer, and how to use it.
+TEST(Cli, ARunWithoutDataPrintsThePreprocessCommandForItsTokenizer) {
+  test_support::TempDir dir;
+  const auto r = run_megatron("run recipes/gpt-tiny.yaml data.mock=false --threads 1 --run-dir " +
+                              (dir.path() / "run").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("megatron preprocess --input data/corpora/austen.jsonl --output-prefix "
+                               "data/austen --tokenizer gpt2-bpe"));
+  EXPECT_THAT(r.err, HasSubstr("'data.prefixes=[data/austen_text_document]'"));
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
 }
 
 }  // namespace

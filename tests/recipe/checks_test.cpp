@@ -96,6 +96,11 @@ TEST_F(RecipeTest, AnOverrideOfTheTrainingLengthReplacesTheFiles) {
   const CompiledRecipe child = compile_text("base: base.yaml\ntraining:\n  train_tokens: 64000\n", {}, "child.yaml");
   EXPECT_EQ(child.recipe.training.train_tokens, 64000);
   EXPECT_FALSE(child.recipe.training.train_samples.has_value());
+  // The warmup, given as a fraction or in iterations, likewise.
+  const CompiledRecipe warm = compile_text(std::string(kMinimalRecipe) + "  train_iters: 100\n  lr_warmup_fraction: 0.1\n",
+                                           {"training.lr_warmup_iters=5"});
+  EXPECT_EQ(warm.recipe.training.lr_warmup_iters, 5);
+  EXPECT_FALSE(warm.recipe.training.lr_warmup_fraction.has_value());
 }
 
 TEST_F(RecipeTest, BlendWeightsNeedOnePerDataset) {
