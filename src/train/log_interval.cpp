@@ -1,10 +1,19 @@
 #include "train/log_interval.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace megatron::train {
 
 void LogInterval::add(const IterationOutcome& outcome, double seconds, int64_t tokens) {
   last_ = outcome;
-  loss_ += outcome.terms;
+  nan_iterations_ += !std::isfinite(outcome.loss);
+  // As Megatron, a skipped iteration's loss is left out of the interval's mean.
+  if (outcome.skipped || !std::isfinite(outcome.loss)) {
+    ++left_out_;
+  } else {
+    loss_ += outcome.terms;
+  }
   seconds_ += seconds;
   tokens_ += tokens;
   ++iterations_;
@@ -21,18 +30,19 @@ IterationMetrics LogInterval::take(const RunContext& run, int64_t iteration, int
                      .consumed_samples = consumed,
                      .consumed_tokens = consumed * c.recipe.data.seq_length,
                      .global_batch = last_.global_batch,
-                     .lm_loss = loss_.lm / double(iterations_),
+                     .lm_loss = loss_.lm / double(std::max<int64_t>(iterations_ - left_out_, 1)),
                      .lr = last_.lr,
                      .grad_norm = last_.grad_norm,
                      .loss_scale = last_.loss_scale,
                      .skipped_iterations = skipped,
+                     .nan_iterations = nan_iterations_,
                      .ms_per_iteration = 1000.0 * seconds_ / double(iterations_),
                      .tokens_per_s = tokens_per_s,
                      .tflops_per_rank = flops_per_rank / 1e12,
                      .mfu = flops_per_rank / run.speed.peak,
                      .tensor_bytes_peak = run.backend->memory().peak_bytes,
                      .rss_peak_bytes = peak_rss_bytes()};
-  if (run.config.binary_head) m.sop_loss = loss_.sop / double(iterations_);
+  if (run.config.binary_head) m.sop_loss = loss_.sop / double(std::max<int64_t>(iterations_ - left_out_, 1));
   *this = LogInterval();
   return m;
 }

@@ -23,6 +23,8 @@ class LogInterval {
   StepLosses loss_;
   double seconds_ = 0.0;
   int64_t iterations_ = 0, tokens_ = 0;
+  int64_t nan_iterations_ = 0;  // whose loss was NaN or infinite (skipped under f16 scaling)
+  int64_t left_out_ = 0;        // skipped iterations: not in the mean loss
 };
 
 }  // namespace megatron::train

@@ -42,13 +42,13 @@ void MetricsLog::log(const IterationMetrics& m) {
   std::string line = fmt::format(
       " iteration {:>7}/{:>7} | consumed samples: {:>10} | elapsed time per iteration (ms): "
       "{:.1f} | tokens/s: {:.0f} | TFLOP/s per rank: {:.3g} (MFU {:.1f}%) | learning rate: {:.6E} | global batch size: {:>5} | lm loss: "
-      "{:.6E}{} | loss scale: {:.1f} | grad norm: {:.3f} | skipped iterations: {:>3} | mem: "
-      "{:.0f} MiB (tensors {:.0f} MiB)",
+      "{:.6E}{} | loss scale: {:.1f} | grad norm: {:.3f} | skipped iterations: {:>3} | number of nan "
+      "iterations: {:>3} | mem: {:.0f} MiB (tensors {:.0f} MiB)",
       m.iteration, m.train_iters, m.consumed_samples, m.ms_per_iteration, m.tokens_per_s, m.tflops_per_rank,
       100.0 * m.mfu, m.lr,
       m.global_batch, m.lm_loss,
       m.sop_loss ? fmt::format(" | sop loss: {:.6E}", *m.sop_loss) : std::string(), m.loss_scale, m.grad_norm, m.skipped_iterations,
-      double(m.rss_peak_bytes) / 1048576.0, double(m.tensor_bytes_peak) / 1048576.0);
+      m.nan_iterations, double(m.rss_peak_bytes) / 1048576.0, double(m.tensor_bytes_peak) / 1048576.0);
   std::cout << line << std::endl;
   nlohmann::json j{{"iteration", m.iteration},
                    {"consumed_samples", m.consumed_samples},
@@ -59,6 +59,7 @@ void MetricsLog::log(const IterationMetrics& m) {
                    {"grad_norm", m.grad_norm},
                    {"loss_scale", m.loss_scale},
                    {"skipped_iterations", m.skipped_iterations},
+                   {"nan_iterations", m.nan_iterations},
                    {"ms_per_iteration", m.ms_per_iteration},
                    {"tokens_per_s", m.tokens_per_s},
                    {"tflops_per_rank", m.tflops_per_rank},

@@ -25,6 +25,7 @@ struct IterationMetrics {
   double grad_norm = 0.0;
   double loss_scale = 1.0;
   int64_t skipped_iterations = 0;  // total so far (f16 overflows)
+  int64_t nan_iterations = 0;      // in this interval: a NaN or infinite loss (Megatron's field)
   double ms_per_iteration = 0.0;
   double tokens_per_s = 0.0;
   // Model FLOPs (Megatron's count, no recompute) per second per rank, and that over the

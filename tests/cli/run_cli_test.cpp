@@ -38,7 +38,7 @@ TEST(RunCommand, WritesTheResolvedRecipeAndOneMetricsLinePerLoggedIteration) {
   for (const auto& m : lines) {
     iterations.push_back(m["iteration"].get<int>());
     for (const char* key : {"lm_loss", "lr", "grad_norm", "tokens_per_s", "consumed_samples",
-                            "loss_scale", "skipped_iterations", "ms_per_iteration"}) {
+                            "loss_scale", "skipped_iterations", "nan_iterations", "ms_per_iteration"}) {
       EXPECT_TRUE(m.contains(key)) << key << " missing from " << m.dump();
     }
     const bool evaluated = m["iteration"] == 3 || m["iteration"] == 6;
