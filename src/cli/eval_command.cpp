@@ -22,11 +22,11 @@
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
 #include "dist/launcher.hpp"
-#include "eval/model_weights.hpp"
 #include "eval/results.hpp"
 #include "eval/task_run.hpp"
 #include "recipe/compile.hpp"
 #include "train/model_context.hpp"
+#include "train/model_weights.hpp"
 #include "train/pipeline_step.hpp"
 
 namespace megatron::cli {
@@ -216,7 +216,7 @@ void run_eval(const EvalArgs& a) {
     }
   }
   train::ModelContext ctx(compiled, a.threads);
-  eval::load_model_weights(reader, *ctx.model, *ctx.backend);
+  train::load_model_weights(reader, *ctx.model, *ctx.backend);
   const model::ModelConfig& c = ctx.config;
   const eval::ScorerOptions options{
       .max_length = c.max_positions,

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <set>
 
 #include "core/error.hpp"
@@ -221,6 +222,55 @@ Sample bert_classification_sample(const LabelledText& row, const Tokenizer& toke
   for (int64_t i = 0; i < seq_length; ++i) s.position_ids[size_t(i)] = int32_t(i);
   s.sentence_order = row.label;
   return s;
+}
+
+Sample gpt_classification_sample(const LabelledText& row, const Tokenizer& tokenizer, int64_t seq_length) {
+  const int32_t eod = tokenizer.special_tokens().eod.value_or(0);
+  std::vector<int32_t> ids = tokenizer.encode(row.text_b.empty() ? row.text_a : row.text_a + "\n" + row.text_b);
+  if (ids.empty()) ids.push_back(eod);  // an empty text: the classifier reads the end token
+  if (int64_t(ids.size()) > seq_length) ids.resize(size_t(seq_length));
+  Sample s;
+  s.valid_length = int32_t(ids.size());
+  ids.resize(size_t(seq_length), eod);
+  s.tokens = std::move(ids);
+  s.labels.assign(size_t(seq_length), 0);
+  s.loss_mask.assign(size_t(seq_length), 0.0f);
+  s.position_ids.resize(size_t(seq_length));
+  for (int64_t i = 0; i < seq_length; ++i) s.position_ids[size_t(i)] = int32_t(i);
+  s.sentence_order = row.label;
+  return s;
+}
+
+ClassificationSource::ClassificationSource(std::shared_ptr<const ClassificationSet> set,
+                                           std::shared_ptr<const Tokenizer> tokenizer,
+                                           int64_t seq_length, bool bert, uint64_t seed,
+                                           int64_t size, bool shuffle)
+    : set_(std::move(set)), tokenizer_(std::move(tokenizer)), seq_length_(seq_length), bert_(bert),
+      size_(size) {
+  const int64_t n = int64_t(set_->rows.size());
+  if (n == 0) throw UserError("classification data has no rows");
+  if (!shuffle) return;
+  const int64_t epochs = (size_ + n - 1) / n;
+  for (int64_t e = 0; e < epochs; ++e) {
+    std::vector<int32_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
+    std::mt19937_64 rng(seed * 1000003u + uint64_t(e));
+    // Fisher-Yates with our own draws: the same order with any standard library.
+    for (int64_t i = n - 1; i > 0; --i) {
+      const int64_t j = int64_t(rng() % uint64_t(i + 1));
+      std::swap(order[size_t(i)], order[size_t(j)]);
+    }
+    order_.push_back(std::move(order));
+  }
+}
+
+Sample ClassificationSource::sample(int64_t i) const {
+  const int64_t n = int64_t(set_->rows.size());
+  const int64_t epoch = i / n, at = i % n;
+  const int64_t row = order_.empty() ? at : order_[size_t(epoch) % order_.size()][size_t(at)];
+  const LabelledText& text = set_->rows[size_t(row)];
+  return bert_ ? bert_classification_sample(text, *tokenizer_, seq_length_)
+               : gpt_classification_sample(text, *tokenizer_, seq_length_);
 }
 
 }  // namespace megatron::data

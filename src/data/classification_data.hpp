@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,28 @@ std::string clean_text(std::string text);
 // in [SEP]; ids padded with [PAD], types with 0. The label rides in sentence_order; no token is
 // scored by the LM head (loss_mask 0).
 Sample bert_classification_sample(const LabelledText& row, const Tokenizer& tokenizer, int64_t seq_length);
+
+// GPT's input: the text's tokens (a pair joined by a newline) cut to seq_length, padded with the
+// end-of-document token; valid_length marks the last real token, which the classifier reads.
+Sample gpt_classification_sample(const LabelledText& row, const Tokenizer& tokenizer, int64_t seq_length);
+
+// The rows as `size` samples, epoch after epoch: each epoch a permutation of the rows drawn from
+// (seed, epoch) when `shuffle`, else the rows in order. sample(i) is a pure function of i.
+class ClassificationSource : public SampleSource {
+ public:
+  ClassificationSource(std::shared_ptr<const ClassificationSet> set,
+                       std::shared_ptr<const Tokenizer> tokenizer, int64_t seq_length, bool bert,
+                       uint64_t seed, int64_t size, bool shuffle);
+  int64_t size() const override { return size_; }
+  Sample sample(int64_t i) const override;
+
+ private:
+  std::shared_ptr<const ClassificationSet> set_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  int64_t seq_length_ = 0;
+  bool bert_ = true;
+  int64_t size_ = 0;
+  std::vector<std::vector<int32_t>> order_;  // per epoch; empty without shuffling
+};
 
 }  // namespace megatron::data

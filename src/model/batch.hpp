@@ -24,6 +24,9 @@ struct Batch {
   // The binary head's target per sequence (BERT: 1 when the segments were swapped, else 0;
   // -1: none). Empty without a binary head.
   std::vector<int32_t> sentence_order;
+  // Classification on the last token (GPT): each sequence's tokens before its padding. Empty:
+  // every sequence is full. sentence_order then holds each sequence's class.
+  std::vector<int64_t> valid_lengths;
 
   int64_t rows() const { return batch * seq; }
 };

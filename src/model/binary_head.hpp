@@ -1,8 +1,10 @@
-// BERT's binary head: the pooler (dense + tanh on each sequence's first token) and a 2-way
-// classifier, with the sentence-order loss and its backward. Tiny next to the LM head, so the
-// tanh and the loss run on the host.
+// A head on each sequence: BERT's binary head (the pooler, dense + tanh on the first token, and a
+// 2-way sentence-order classifier) and the classifier of classification fine-tuning (C classes,
+// after the pooler for BERT, on the last token for GPT), with the cross-entropy and its
+// backward. Tiny next to the LM head, so the tanh and the loss run on the host.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "model/batch.hpp"
@@ -19,11 +21,12 @@ struct BinaryHeadSaved {
   std::vector<int64_t> sequences, rows;
   tensor::Tensor first;   // [n, hidden] those rows of x
   tensor::Tensor pooled;  // [n, hidden] tanh(pooler(first))
-  std::vector<float> logits;  // [batch * 2], every sequence's
+  std::vector<float> logits;  // [batch * classes], every sequence's
 };
 
 class BinaryHead {
  public:
+  // config.classes > 0: the fine-tuning classifier; else BERT's binary head.
   BinaryHead(ParameterSet& params, const ModelConfig& config);
   // x: this rank's rows of the final norm's output.
   void forward(const Pass& pass, const Batch& batch, const tensor::Tensor& x,
@@ -35,7 +38,9 @@ class BinaryHead {
 
  private:
   parallel::TensorParallel tp_;
-  Linear pooler_;
+  int64_t classes_ = 2;
+  bool last_token_ = false;        // pool each sequence's last token (GPT) rather than its first
+  std::unique_ptr<Linear> pooler_;  // null: the classifier reads the token's hidden state
   Linear classifier_;
 };
 

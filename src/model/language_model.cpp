@@ -40,12 +40,17 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
   if (placement_.last_stage) {
     final_norm_ = std::make_unique<Norm>(params_, "decoder.final_layernorm", config_.hidden,
                                          config_.norm, config_.norm_eps);
-    if (!config_.tie_embeddings) {
-      output_ = &params_.add("output_layer.weight", {config_.padded_vocab, config_.hidden},
-                             Init::Normal, TpSplit::Rows, true);
+    // A classifier replaces the language-model head (and BERT's binary head).
+    if (config_.classes == 0) {
+      if (!config_.tie_embeddings) {
+        output_ = &params_.add("output_layer.weight", {config_.padded_vocab, config_.hidden},
+                               Init::Normal, TpSplit::Rows, true);
+      }
+      lm_head_ = std::make_unique<LmHead>(params_, config_, output_ ? *output_ : *word_embeddings_);
     }
-    lm_head_ = std::make_unique<LmHead>(params_, config_, output_ ? *output_ : *word_embeddings_);
-    if (config_.binary_head) binary_head_ = std::make_unique<BinaryHead>(params_, config_);
+    if (config_.binary_head || config_.classes > 0) {
+      binary_head_ = std::make_unique<BinaryHead>(params_, config_);
+    }
   }
 }
 
@@ -80,7 +85,7 @@ Tensor LanguageModel::forward_chunk(const Pass& pass, int64_t chunk, const Batch
   if (!ends_model(chunk)) return x;
   Norm::Saved norm;
   Tensor y = final_norm_->forward(pass.backend, x, norm);
-  lm_head_->forward(pass, batch, y, keep ? &saved->lm : nullptr, *losses, outputs);
+  if (lm_head_) lm_head_->forward(pass, batch, y, keep ? &saved->lm : nullptr, *losses, outputs);
   if (binary_head_) {
     binary_head_->forward(pass, batch, y, keep ? &saved->binary : nullptr, *losses, outputs);
   }
@@ -95,7 +100,13 @@ Tensor LanguageModel::backward_chunk(const Pass& pass, int64_t chunk, const Batc
                                      Activations& saved, LossGrads grads) const {
   Tensor dx = std::move(dy);
   if (ends_model(chunk)) {
-    Tensor dy_final = lm_head_->backward(pass, batch, saved.lm, grads.token);
+    Tensor dy_final;
+    if (lm_head_) {
+      dy_final = lm_head_->backward(pass, batch, saved.lm, grads.token);
+    } else {
+      dy_final = pass.backend.empty(saved.final_input.shape(), saved.final_input.dtype());
+      pass.backend.fill(dy_final, 0.0);
+    }
     if (binary_head_) binary_head_->backward(pass, batch, saved.binary, grads.sentence, dy_final);
     dx = final_norm_->backward(pass.backend, dy_final, saved.final_input, saved.final_norm);
     saved.final_input = {};

@@ -15,6 +15,7 @@ struct Losses {
   double tokens = 0.0;     // sum of loss_mask
   double sop = 0.0;        // binary head: sum of the sequences' cross-entropy
   double sentences = 0.0;  // sequences with a binary target
+  double correct = 0.0;    // of those, how many the head's argmax got right
 };
 
 // The gradient of the objective with respect to each summed term: a token's loss enters as

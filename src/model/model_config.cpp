@@ -20,6 +20,7 @@ int64_t ModelConfig::rotary_dim() const {
 ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived) {
   const recipe::ModelSection& m = recipe.model;
   const bool bert = m.arch == recipe::Arch::Bert;
+  const int64_t classes = derived.classes;
   return {
       .arch = m.arch,
       .num_layers = m.num_layers,
@@ -51,10 +52,12 @@ ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& de
                               : 0,
       .causal = !bert,
       // Megatron's BertModel has token types (sentence A/B) only with the binary head.
-      .token_types = bert && m.bert_binary_head ? 2 : 0,
+      .token_types = bert && (m.bert_binary_head || classes > 0) ? 2 : 0,
       .lm_head_transform = bert,
       .output_bias = bert,
-      .binary_head = bert && m.bert_binary_head,
+      .binary_head = bert && m.bert_binary_head && classes == 0,
+      .classes = classes,
+      .pooler = bert,
   };
 }
 

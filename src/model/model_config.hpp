@@ -44,6 +44,10 @@ struct ModelConfig {
   bool lm_head_transform = false;  // dense, GeLU, LayerNorm before the output layer (BERT)
   bool output_bias = false;        // a vocab-parallel bias on the logits (BERT)
   bool binary_head = false;        // pooler (dense + tanh on token 0) and a 2-way classifier
+  // Classification fine-tuning: a `classes`-way classifier on each sequence (after the pooler on
+  // token 0 with `pooler`, else on its last token) replaces the language-model and binary heads.
+  int64_t classes = 0;
+  bool pooler = false;
 
   int64_t rotary_dim() const;
 };

@@ -84,7 +84,7 @@ double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
   if (stage.has_output_layer) {
     const double q = local_tokens(x, x.output_tokens());
     bytes += e * q * b * h * out;                           // final norm input
-    bytes += 4.0 * q * b * static_cast<double>(x.V) / x.t;  // f32 logits for cross-entropy
+    if (x.C == 0) bytes += 4.0 * q * b * static_cast<double>(x.V) / x.t;  // f32 logits for cross-entropy
   }
   return bytes;
 }

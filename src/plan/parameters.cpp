@@ -64,8 +64,9 @@ Count layer_parameters(const ModelShape& x, LayerKind kind) {
 Count embedding_parameters(const ModelShape& x) {
   Count out = word_embedding(x);
   out += replicated(mul(x.P, x.h));
-  // Megatron's BertModel has token types (sentence A/B) only with the binary head.
-  if (x.arch == recipe::Arch::Bert && x.binary_head) out += replicated(mul(2, x.h));
+  // Megatron's BertModel has token types (sentence A/B) only with the binary head (or a
+  // classifier, which reads sentence pairs).
+  if (x.arch == recipe::Arch::Bert && (x.binary_head || x.C > 0)) out += replicated(mul(2, x.h));
   return out;
 }
 
@@ -73,6 +74,11 @@ Count final_norm_parameters(const ModelShape& x) { return norm(x); }
 
 Count output_parameters(const ModelShape& x) {
   Count out;
+  if (x.C > 0) {  // a classifier replaces the LM head (BERT's after its pooler)
+    if (x.arch == recipe::Arch::Bert) out += replicated(add(mul(x.h, x.h), x.h));
+    out += replicated(add(mul(x.C, x.h), x.C));
+    return out;
+  }
   if (!x.tied) out += word_embedding(x);  // separate output projection, V x h
   if (x.arch == recipe::Arch::Bert) {
     out += replicated(add(mul(x.h, x.h), x.h));  // LM head dense (a plain, replicated Linear)

@@ -29,6 +29,7 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
             ? dv.ffn_hidden_size
             : checked_mul(int64_t{4}, x.h, "the ffn hidden size (4 x model.hidden_size)");
   x.V = dv.padded_vocab_size > 0 ? dv.padded_vocab_size : r.model.vocab_size;
+  x.C = dv.classes;
   const bool learned = r.model.position_embedding == recipe::PositionEmbedding::Learned;
   x.P = learned ? (dv.max_position_embeddings > 0 ? dv.max_position_embeddings : x.s) : 0;
   x.L = at_least_one(r.model.num_layers);

@@ -39,6 +39,37 @@ void check_fields(const Recipe& r, const Locator& where) {
             "give only one of training.train_iters, train_samples and train_tokens; remove " +
                 second + " or set the others to null");
   }
+  const FinetuneSection& ft = r.finetune;
+  if (ft.train_data) {
+    if (r.model.arch == Arch::T5) {
+      fail_at(where.at("finetune.train_data"),
+              "classification fine-tuning takes a gpt or bert model, not t5");
+    }
+    if (!r.data.prefixes.empty() || r.data.mock) {
+      fail_at(where.at(r.data.mock ? "data.mock" : "data.prefixes"),
+              "fine-tuning reads finetune.train_data: remove data.prefixes (data.prefixes=[]) and "
+              "data.mock");
+    }
+    if (ft.format == FinetuneFormat::Jsonl && ft.labels.size() < 2) {
+      fail_at(where.at("finetune.labels"),
+              "jsonl fine-tuning needs finetune.labels: the class names in id order, at least two "
+              "(e.g. [negative, positive])");
+    }
+    for (size_t i = 0; i < ft.labels.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (ft.labels[i] == ft.labels[j]) {
+          fail_at(where.at("finetune.labels"), "finetune.labels names '" + ft.labels[i] + "' twice");
+        }
+      }
+    }
+  } else {
+    for (const char* key : {"finetune.valid_data", "finetune.pretrained"}) {
+      if (where.set(key) && (std::string(key) == "finetune.valid_data" ? bool(ft.valid_data) : bool(ft.pretrained))) {
+        fail_at(where.at(key), std::string(key) + " belongs to classification fine-tuning: set "
+                               "finetune.train_data too, or remove it");
+      }
+    }
+  }
   if (t.lr_warmup_fraction && t.lr_warmup_iters > 0)
     fail_at(where.at("training.lr_warmup_fraction"),
             "training.lr_warmup_fraction and lr_warmup_iters both set the warmup; keep one");

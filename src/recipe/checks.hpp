@@ -22,6 +22,8 @@ class Locator {
   Origin at(const std::string& path) const;
   // "parallel.tensor (8)" or "parallel.tensor (1, the default)"
   std::string name(const std::string& path, const std::string& value) const;
+  // Whether a file or override set `path` (rather than its default).
+  bool set(const std::string& path) const { return provenance_.contains(path); }
 
  private:
   const Provenance& provenance_;

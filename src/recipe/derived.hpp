@@ -25,6 +25,8 @@ struct Derived {
   int64_t num_query_groups = 0;
   bool add_qkv_bias = false;
   int64_t padded_vocab_size = 0;
+  // Classification fine-tuning's classes (finetune.labels, or the GLUE format's); 0 without.
+  int64_t classes = 0;
   int64_t max_position_embeddings = 0;
   int64_t decoder_num_layers = 0;  // T5 only, else 0
   int64_t decoder_seq_length = 0;  // T5 only, else 0

@@ -120,4 +120,11 @@ const std::vector<EnumName<Tokenizer>>& enum_names() {
   return names;
 }
 
+template <>
+const std::vector<EnumName<FinetuneFormat>>& enum_names() {
+  static const std::vector<EnumName<FinetuneFormat>> names{
+      {FinetuneFormat::Jsonl, "jsonl"}, {FinetuneFormat::Mnli, "mnli"}, {FinetuneFormat::Qqp, "qqp"}};
+  return names;
+}
+
 }  // namespace megatron::recipe

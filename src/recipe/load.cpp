@@ -140,7 +140,7 @@ class Loader {
         throw UserError(key_origin.describe() + ": unknown section '" + printable(key) + "'" +
                         hint +
                         "; sections are model, parallel, precision, training, data, checkpoint, "
-                        "logging, eval, cluster");
+                        "logging, eval, finetune, cluster");
       }
       result.sections[key] = key_origin;
       read_section(result, key, kv.second, display);

@@ -23,6 +23,8 @@ enum class Recompute { None, Selective, Full };
 enum class DeviceKind { Auto, Cpu, Cuda };
 enum class LogLevel { Trace, Debug, Info, Warn, Error };
 enum class Tokenizer { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
+// How classification fine-tuning data is laid out: jsonl rows, or Megatron's GLUE TSV readers.
+enum class FinetuneFormat { Jsonl, Mnli, Qqp };
 
 struct ModelSection {
   Arch arch = Arch::Gpt;
@@ -156,6 +158,19 @@ struct EvalSection {
   std::vector<EvalTask> tasks;
 };
 
+// Classification fine-tuning (Megatron's tasks/): set train_data and the run trains a classifier
+// head (BERT: the pooler on [CLS]; GPT: the last token) instead of the language-model heads.
+struct FinetuneSection {
+  std::optional<std::string> train_data;         // relative to the recipe
+  std::optional<std::string> valid_data;
+  FinetuneFormat format = FinetuneFormat::Jsonl;
+  std::string text_field = "text";
+  std::optional<std::string> text_b_field;       // sentence pairs
+  std::string label_field = "label";
+  std::vector<std::string> labels;               // class names in id order (jsonl)
+  std::optional<std::string> pretrained;         // checkpoint whose weights start the run
+};
+
 struct ClusterSection {
   int64_t nodes = 1;
   int64_t gpus_per_node = 1;
@@ -175,6 +190,7 @@ struct Recipe {
   CheckpointSection checkpoint;
   LoggingSection logging;
   EvalSection eval;
+  FinetuneSection finetune;
   ClusterSection cluster;
 };
 

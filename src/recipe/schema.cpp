@@ -358,6 +358,31 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(eval_tasks_field());
   }
   {
+    using S = FinetuneSection;
+    auto f = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+      return bind("finetune", &Recipe::finetune, key, member, std::move(doc), std::move(limits));
+    };
+    out.push_back(f("train_data", &S::train_data,
+                    "Labelled training text (relative to the recipe): setting it makes the run "
+                    "classification fine-tuning (docs/finetune.md).",
+                    derived("no fine-tuning")));
+    out.push_back(f("valid_data", &S::valid_data, "Labelled validation text: accuracy at each eval.",
+                    derived("no validation")));
+    out.push_back(f("format", &S::format,
+                    "jsonl rows, or Megatron's GLUE TSV layouts mnli (3 classes) and qqp (2)."));
+    out.push_back(f("text_field", &S::text_field, "jsonl: the field holding the text."));
+    out.push_back(f("text_b_field", &S::text_b_field, "jsonl: the field holding a pair's second text.",
+                    derived("single texts")));
+    out.push_back(f("label_field", &S::label_field, "jsonl: the field holding the label (a class name or id)."));
+    out.push_back(f("labels", &S::labels,
+                    "jsonl: the class names in id order (required for jsonl; mnli and qqp name "
+                    "their own)."));
+    out.push_back(f("pretrained", &S::pretrained,
+                    "Checkpoint whose weights start the run (any layout; its language-model heads "
+                    "are left out, the classifier drawn fresh); checkpoint.load resumes instead.",
+                    derived("weights drawn from training.seed")));
+  }
+  {
     using S = ClusterSection;
     auto c = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
       return bind("cluster", &Recipe::cluster, key, member, std::move(doc), std::move(limits));
@@ -427,6 +452,7 @@ const std::vector<SectionSpec>& sections() {
       {"checkpoint", "Where and how often to save, and what to load."},
       {"logging", "What is printed and recorded, and where."},
       {"eval", "Validation during training, and the downstream tasks `megatron eval` runs."},
+      {"finetune", "Classification fine-tuning from a pre-trained checkpoint (Megatron's tasks/)."},
       {"cluster", "Nodes, GPUs per node, hardware profile, Slurm settings."},
   };
   return all;

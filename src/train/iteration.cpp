@@ -74,7 +74,7 @@ StepLosses evaluate(RunContext& run) {
                    });
   const StepLosses all = run.sum_of_losses(sum);
   const double count = double(std::max<int64_t>(total, 1));
-  return {.lm = all.lm / count, .sop = all.sop / count};
+  return {.lm = all.lm / count, .sop = all.sop / count, .accuracy = all.accuracy / count};
 }
 
 }  // namespace megatron::train

@@ -42,7 +42,8 @@ IterationMetrics LogInterval::take(const RunContext& run, int64_t iteration, int
                      .mfu = flops_per_rank / run.speed.peak,
                      .tensor_bytes_peak = run.backend->memory().peak_bytes,
                      .rss_peak_bytes = peak_rss_bytes()};
-  if (run.config.binary_head) m.sop_loss = loss_.sop / double(std::max<int64_t>(iterations_ - left_out_, 1));
+  m.classifier = run.config.classes > 0;
+  if (run.config.binary_head || m.classifier) m.sop_loss = loss_.sop / double(std::max<int64_t>(iterations_ - left_out_, 1));
   *this = LogInterval();
   return m;
 }

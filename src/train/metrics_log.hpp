@@ -37,6 +37,9 @@ struct IterationMetrics {
   std::optional<double> val_loss;
   std::optional<double> val_ppl;
   std::optional<double> val_sop_loss;
+  std::optional<double> val_accuracy;  // a classifier's
+  // Classification fine-tuning: sop_loss is the classifier's loss and there is no lm loss.
+  bool classifier = false;
 };
 
 class MetricsLog {
@@ -47,8 +50,10 @@ class MetricsLog {
                       const std::optional<std::filesystem::path>& tensorboard_dir = {},
                       const std::string& recipe = {});
   void log(const IterationMetrics& m);
-  // lm: the validation's mean token loss; sop: its sentence-order loss, for a binary head.
-  void validation(int64_t iteration, int64_t consumed_samples, double lm, std::optional<double> sop);
+  // lm: the validation's mean token loss; sop: its sentence-order loss, for a binary head, or
+  // with `accuracy` a classifier's loss (and then no lm loss).
+  void validation(int64_t iteration, int64_t consumed_samples, double lm, std::optional<double> sop,
+                  std::optional<double> accuracy = {});
 
  private:
   // A scalar at the iteration and its "vs samples" twin at the consumed samples, as Megatron.

@@ -107,7 +107,8 @@ model::Pass pass_for(tensor::Backend& backend, bool training, uint64_t seed, int
 // A micro-batch's mean losses, each over its own count (at least 1).
 StepLosses means(const model::Losses& sum, double divisor) {
   return {.lm = sum.lm / std::max(sum.tokens, 1.0) / divisor,
-          .sop = sum.sop / std::max(sum.sentences, 1.0) / divisor};
+          .sop = sum.sop / std::max(sum.sentences, 1.0) / divisor,
+          .accuracy = sum.correct / std::max(sum.sentences, 1.0) / divisor};
 }
 
 }  // namespace

@@ -29,10 +29,12 @@ using BatchSource = std::function<model::Batch(int64_t j)>;
 // the global micro-batch count; zero except on last stages. The objective is lm + sop.
 struct StepLosses {
   double lm = 0.0;
-  double sop = 0.0;  // models with a binary head
+  double sop = 0.0;       // models with a binary head or a classifier: its cross-entropy
+  double accuracy = 0.0;  // that head's share of right answers (reported, not optimised)
   StepLosses& operator+=(const StepLosses& o) {
     lm += o.lm;
     sop += o.sop;
+    accuracy += o.accuracy;
     return *this;
   }
 };

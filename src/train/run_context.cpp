@@ -5,11 +5,14 @@
 #include <chrono>
 #include <fstream>
 
+#include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/directory.hpp"
 #include "core/logging.hpp"
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
+#include "train/model_weights.hpp"
 #include "plan/build.hpp"
 #include "recipe/render.hpp"
 #include "tensor/make_backend.hpp"
@@ -90,7 +93,10 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   checkpointer = std::make_unique<Checkpointer>(c, groups, *backend, options.recipe_text,
                                                 options.overrides);
   // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.
-  if (!checkpointer->source()) model->initialise(uint64_t(r.training.seed));
+  if (!checkpointer->source()) {
+    model->initialise(uint64_t(r.training.seed));
+    if (r.finetune.pretrained) load_pretrained(*r.finetune.pretrained);
+  }
   optimizer = std::make_unique<ParallelOptimizer>(
       *backend, model->parameters(), groups,
       optim::OptimizerConfig{.kind = r.training.optimizer,
@@ -111,11 +117,30 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   data = load_train_data(c, train_samples, std::max<int64_t>(valid_samples, 1));
 }
 
+void RunContext::load_pretrained(const std::string& path) {
+  const std::optional<std::filesystem::path> dir = ckpt::resolve_checkpoint(path);
+  if (!dir) {
+    throw UserError("finetune.pretrained " + path +
+                    ": no checkpoint there (a save directory with `latest`, or an iter_NNNNNNN "
+                    "directory)");
+  }
+  const ckpt::CheckpointReader reader(*dir);
+  // What pre-training has no use for is drawn fresh: the classifier, and BERT's pooler and
+  // token types when it trained without its binary head.
+  const std::vector<std::string> fresh = load_model_weights(reader, *model, *backend, [](const std::string& name) {
+    return name.starts_with("classification_head.") || name.starts_with("pooler.") ||
+           name.starts_with("embedding.tokentype_embeddings.");
+  });
+  spdlog::info("fine-tuning from {} (its weights; the optimizer starts afresh){}", dir->string(),
+               fresh.empty() ? "" : fmt::format("; drawn fresh: {}", fmt::join(fresh, ", ")));
+}
+
 StepLosses RunContext::sum_of_losses(const StepLosses& value) const {
   const bool holder = groups.last_stage() && groups.coord.tp == 0;
   StepLosses out{.lm = parallel::sum_across(*backend, *groups.world, holder ? value.lm : 0.0)};
-  if (config.binary_head) {
+  if (config.binary_head || config.classes > 0) {
     out.sop = parallel::sum_across(*backend, *groups.world, holder ? value.sop : 0.0);
+    out.accuracy = parallel::sum_across(*backend, *groups.world, holder ? value.accuracy : 0.0);
   }
   return out;
 }

@@ -71,6 +71,11 @@ struct RunContext : ModelContext {
   ModelSpeed speed;
   TrainData data;
   BatchSpec batch_spec;  // how samples become micro-batches
+
+ private:
+  // finetune.pretrained: the model's weights from that checkpoint (any layout), but for what
+  // fine-tuning adds (the classifier), which keeps its drawn values.
+  void load_pretrained(const std::string& path);
 };
 
 }  // namespace megatron::train

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "data/bert_dataset.hpp"
+#include "data/classification_data.hpp"
 #include "data/gpt_dataset_builder.hpp"
 #include "data/tokenizer.hpp"
 #include "recipe/enum_names.hpp"
@@ -47,6 +48,52 @@ std::string no_data_message(const recipe::Recipe& r) {
       "corpus: `megatron preprocess --input data/corpora/austen.jsonl --output-prefix data/austen "
       "{}`, then add 'data.prefixes=[data/austen_text_{}]'{}",
       tokenizer, bert ? "sentence" : "document", bert ? "" : " (or set data.mock=true for random tokens)");
+}
+
+// Classification fine-tuning: the labelled files as samples, the training rows shuffled each
+// epoch from training.seed, the validation rows in order.
+TrainData classification_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
+                              int64_t valid_samples) {
+  const recipe::Recipe& r = compiled.recipe;
+  const recipe::FinetuneSection& ft = r.finetune;
+  data::TokenizerFiles files;
+  if (r.data.vocab_file) files.vocab_file = relative_to(compiled, *r.data.vocab_file);
+  if (r.data.merge_file) files.merge_file = relative_to(compiled, *r.data.merge_file);
+  if (r.data.tokenizer_model) files.tokenizer_model = relative_to(compiled, *r.data.tokenizer_model);
+  if (files.vocab_file.empty() && files.tokenizer_model.empty()) {
+    throw UserError(compiled.file + ": finetune: the tokenizer's files are not named: set data.vocab_file "
+                                    "(and data.merge_file for gpt2-bpe, or data.tokenizer_model)");
+  }
+  const std::shared_ptr<const data::Tokenizer> tokenizer = data::make_tokenizer(r.data.tokenizer, files);
+  if (tokenizer->vocab_size() > r.model.vocab_size) {
+    throw UserError(fmt::format("{}: the tokenizer has {} tokens but model.vocab_size is {}",
+                                compiled.file, tokenizer->vocab_size(), r.model.vocab_size));
+  }
+  const auto read = [&](const std::string& path) {
+    const std::string file = relative_to(compiled, path);
+    if (ft.format == recipe::FinetuneFormat::Jsonl) {
+      return std::make_shared<const data::ClassificationSet>(data::read_labelled_jsonl(
+          file, {.text = ft.text_field, .text_b = ft.text_b_field.value_or(""), .label = ft.label_field},
+          ft.labels));
+    }
+    return std::make_shared<const data::ClassificationSet>(data::read_glue(
+        file, ft.format == recipe::FinetuneFormat::Mnli ? data::GlueTask::Mnli : data::GlueTask::Qqp));
+  };
+  const bool bert = r.model.arch == recipe::Arch::Bert;
+  const auto train = read(*ft.train_data);
+  TrainData out{.train = std::make_shared<data::ClassificationSource>(
+                    train, tokenizer, r.data.seq_length, bert, uint64_t(r.training.seed),
+                    std::max<int64_t>(train_samples, 1), true),
+                .description = fmt::format("{} ({} rows, {} classes{})", *ft.train_data, train->rows.size(),
+                                           train->labels.size(),
+                                           train->skipped ? fmt::format(", {} malformed rows skipped", train->skipped) : "")};
+  if (ft.valid_data) {
+    const auto valid = read(*ft.valid_data);
+    out.valid = std::make_shared<data::ClassificationSource>(valid, tokenizer, r.data.seq_length, bert, 0,
+                                                             std::max<int64_t>(valid_samples, 1), false);
+    out.description += fmt::format("; validation {} ({} rows)", *ft.valid_data, valid->rows.size());
+  }
+  return out;
 }
 
 // Megatron's BERTMaskedWordPieceDataset over each prefix: the tokenizer gives [CLS], [SEP],
@@ -118,6 +165,7 @@ data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
 TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
                           int64_t valid_samples) {
   const recipe::Recipe& r = compiled.recipe;
+  if (r.finetune.train_data) return classification_data(compiled, train_samples, valid_samples);
   const int64_t vocab = r.model.vocab_size;
   const bool bert = r.model.arch == recipe::Arch::Bert;
   if (r.data.mock && bert) {
@@ -157,7 +205,8 @@ BatchSpec batch_spec(const model::ModelConfig& config) {
   return {.vocab_size = config.vocab,
           .token_types = config.token_types > 0,
           .padding_mask = !config.causal,
-          .sentence_order = config.binary_head};
+          .valid_lengths = config.classes > 0 && !config.pooler,
+          .sentence_order = config.binary_head || config.classes > 0};
 }
 
 model::Batch make_batch(tensor::Backend& backend, const data::SampleSource& source,
@@ -189,6 +238,9 @@ model::Batch make_batch(tensor::Backend& backend, const data::SampleSource& sour
       out.key_lengths.push_back(s.valid_length > 0 ? s.valid_length : int64_t(s.tokens.size()));
     }
     if (spec.sentence_order) out.sentence_order.push_back(s.sentence_order);
+    if (spec.valid_lengths) {
+      out.valid_lengths.push_back(s.valid_length > 0 ? s.valid_length : int64_t(s.tokens.size()));
+    }
   }
   const tensor::Shape shape{count * out.seq};
   out.tokens = tensor::from_ints(backend, tokens, shape);

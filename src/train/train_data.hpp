@@ -30,6 +30,7 @@ struct BatchSpec {
   int64_t vocab_size = 0;
   bool token_types = false;     // segment ids (BERT with its binary head)
   bool padding_mask = false;    // keys per sequence (bidirectional attention)
+  bool valid_lengths = false;   // a classifier on each sequence's last token
   bool sentence_order = false;  // the binary head's targets
 };
 BatchSpec batch_spec(const model::ModelConfig& config);

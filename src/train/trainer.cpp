@@ -120,8 +120,14 @@ const char* signal_name(int signal) {
 
 // The sentence-order term for the log, when the model has a binary head.
 std::optional<double> sop_of(const RunContext& run, const StepLosses& losses) {
-  if (!run.config.binary_head) return std::nullopt;
+  if (!run.config.binary_head && run.config.classes == 0) return std::nullopt;
   return losses.sop;
+}
+
+// A classifier's validation: its loss and accuracy (it has no language-model loss).
+std::optional<double> accuracy_of(const RunContext& run, const StepLosses& losses) {
+  if (run.config.classes == 0) return std::nullopt;
+  return losses.accuracy;
 }
 
 }  // namespace
@@ -193,7 +199,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   if (evaluating && !resumed) {
     // Where training starts from: an untrained model scores about log(vocabulary).
     const StepLosses val = evaluate(run);
-    if (log) log->validation(0, consumed, val.lm, sop_of(run, val));
+    if (log) log->validation(0, consumed, val.lm, sop_of(run, val), accuracy_of(run, val));
   }
   const auto training_state = [&](int64_t iteration) {
     return ckpt::TrainingState{.iteration = iteration,
@@ -223,7 +229,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     std::optional<StepLosses> val;
     if (evaluating && (iteration % *r.eval.interval == 0 || last)) {
       val = evaluate(run);
-      if (log) log->validation(iteration, consumed, val->lm, sop_of(run, *val));
+      if (log) log->validation(iteration, consumed, val->lm, sop_of(run, *val), accuracy_of(run, *val));
       result.final_val_loss = val->lm + val->sop;
     }
     if (iteration % r.logging.interval == 0 || last || val) {
@@ -232,6 +238,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
         m.val_loss = val->lm;
         m.val_ppl = perplexity(val->lm);
         m.val_sop_loss = sop_of(run, *val);
+        m.val_accuracy = accuracy_of(run, *val);
       }
       if (log) log->log(m);
     }

@@ -18,7 +18,7 @@ using test_support::tiny_batch;
 
 // The objective (mean masked token loss, plus the mean sentence-order loss with a binary head).
 double objective(const Losses& sum) {
-  return sum.lm / sum.tokens + (sum.sentences > 0 ? sum.sop / sum.sentences : 0.0);
+  return (sum.tokens > 0 ? sum.lm / sum.tokens : 0.0) + (sum.sentences > 0 ? sum.sop / sum.sentences : 0.0);
 }
 
 // The objective as a function of one parameter's values.
@@ -49,7 +49,7 @@ void expect_gradients_match_finite_differences(const ModelConfig& config, bool t
   Activations saved;
   const Losses sum = m.forward(pass, batch, &saved);
   m.backward(pass, batch, saved,
-             {.token = float(1.0 / sum.tokens),
+             {.token = float(1.0 / std::max(sum.tokens, 1.0)),
               .sentence = float(1.0 / std::max(sum.sentences, 1.0))});
 
   for (const auto& p : m.parameters().all()) {
@@ -103,6 +103,49 @@ TEST(BertGradients, BertWithDropoutMatchesFiniteDifferences) {
   c.hidden_dropout = 0.2;
   c.attention_dropout = 0.2;
   expect_gradients_match_finite_differences(c, true);
+}
+
+// Classification fine-tuning: the classifier replaces the LM head; BERT's reads the pooled [CLS],
+// GPT's each sequence's last real token.
+TEST(ClassifierGradients, BertClassifierOnThePooledFirstTokenMatchesFiniteDifferences) {
+  ModelConfig c = test_support::tiny_bert_config();
+  c.binary_head = false;
+  c.classes = 3;
+  c.pooler = true;
+  expect_gradients_match_finite_differences(c, false);
+}
+
+TEST(ClassifierGradients, GptClassifierOnTheLastTokenMatchesFiniteDifferences) {
+  ModelConfig c = test_support::tiny_gpt_config();
+  c.classes = 3;
+  expect_gradients_match_finite_differences(c, false);
+}
+
+TEST(ClassifierHeads, AClassifierHasNoLanguageModelHeadAndCountsItsRightAnswers) {
+  tensor::CpuBackend b(1);
+  ModelConfig c = test_support::tiny_gpt_config();
+  c.classes = 3;
+  LanguageModel m(b, c);
+  m.initialise(3);
+  for (const auto& p : m.parameters().all()) {
+    EXPECT_EQ(p->name.find("output_layer"), std::string::npos) << p->name;
+  }
+  const Batch batch = tiny_batch(b, c, 2);
+  HeadOutputs out;
+  const Losses sum = m.forward({.backend = b, .training = false}, batch, nullptr, &out);
+  EXPECT_EQ(sum.tokens, 0.0);
+  EXPECT_EQ(sum.sentences, 2.0);
+  ASSERT_EQ(out.sentence_logits.size(), 6u);
+  double correct = 0.0, loss = 0.0;
+  for (int s = 0; s < 2; ++s) {
+    const float* l = out.sentence_logits.data() + 3 * s;
+    const int target = batch.sentence_order[size_t(s)];
+    correct += (std::max_element(l, l + 3) - l) == target ? 1.0 : 0.0;
+    const double mx = *std::max_element(l, l + 3);
+    loss += mx + std::log(std::exp(l[0] - mx) + std::exp(l[1] - mx) + std::exp(l[2] - mx)) - l[target];
+  }
+  EXPECT_EQ(sum.correct, correct);
+  EXPECT_NEAR(sum.sop, loss, 1e-6);
 }
 
 TEST(BertHeads, AskedForOutputsHoldEachTokensLossAndTheLogits) {

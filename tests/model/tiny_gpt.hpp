@@ -91,6 +91,12 @@ inline model::Batch tiny_batch(tensor::Backend& backend, const model::ModelConfi
   if (c.binary_head) {
     for (int64_t b = 0; b < batch; ++b) out.sentence_order.push_back(int32_t(b % 2));
   }
+  if (c.classes > 0) {  // a class per sequence; the GPT classifier reads each one's last token
+    for (int64_t b = 0; b < batch; ++b) out.sentence_order.push_back(int32_t((b + 1) % c.classes));
+    if (!c.pooler) {
+      for (int64_t b = 0; b < batch; ++b) out.valid_lengths.push_back(b == 1 ? c.seq_length - 3 : c.seq_length);
+    }
+  }
   return out;
 }
 

@@ -23,7 +23,7 @@ TEST_F(RecipeTest, UnknownSectionSuggestsTheClosestSection) {
   EXPECT_EQ(error_of(std::string(kMinimalRecipe) + "trainig:\n  lr: 1\n"),
             file() + ":12:1: unknown section 'trainig' (did you mean training?); sections are "
                      "model, parallel, precision, training, data, checkpoint, logging, eval, "
-                     "cluster");
+                     "finetune, cluster");
 }
 
 TEST_F(RecipeTest, WrongTypeNamesTheExpectedTypeAndWhatWasFound) {

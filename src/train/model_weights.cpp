@@ -1,4 +1,4 @@
-#include "eval/model_weights.hpp"
+#include "train/model_weights.hpp"
 
 #include <fmt/format.h>
 
@@ -11,12 +11,18 @@
 #include "core/printable.hpp"
 #include "tensor/host_io.hpp"
 
-namespace megatron::eval {
-void load_model_weights(const ckpt::CheckpointReader& checkpoint, model::LanguageModel& model,
-                        tensor::Backend& backend) {
+namespace megatron::train {
+std::vector<std::string> load_model_weights(const ckpt::CheckpointReader& checkpoint,
+                                            model::LanguageModel& model, tensor::Backend& backend,
+                                            const std::function<bool(const std::string&)>& may_lack) {
   const parallel::TensorParallel& tp = model.parameters().tp();
+  std::vector<std::string> lacking;
   for (const auto& p : model.parameters().all()) {
     const ckpt::TensorInfo* t = checkpoint.find(ckpt::kModel, p->name);
+    if (!t && may_lack && may_lack(p->name)) {
+      lacking.push_back(p->name);
+      continue;
+    }
     if (!t) {
       throw UserError(fmt::format("{}: the checkpoint has no weight {}: it holds another model "
                                   "(megatron ckpt inspect {} shows which)",
@@ -47,6 +53,7 @@ void load_model_weights(const ckpt::CheckpointReader& checkpoint, model::Languag
     std::memcpy(values.data(), f32.data(), f32.size());
     tensor::write_floats(backend, p->value, values);
   }
+  return lacking;
 }
 
-}  // namespace megatron::eval
+}  // namespace megatron::train
