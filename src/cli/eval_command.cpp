@@ -23,6 +23,7 @@
 #include "core/output_dir.hpp"
 #include "dist/launcher.hpp"
 #include "eval/results.hpp"
+#include "eval/classify.hpp"
 #include "eval/task_run.hpp"
 #include "recipe/compile.hpp"
 #include "train/model_context.hpp"
@@ -138,10 +139,13 @@ std::unique_ptr<data::Tokenizer> tokenizer_for(const EvalArgs& a, const recipe::
     t.files.tokenizer_model = *r.data.tokenizer_model;
   }
   if (t.files.vocab_file.empty() && t.files.tokenizer_model.empty()) {
+    const bool gpt2 = r.data.tokenizer == recipe::Tokenizer::Gpt2Bpe;
     throw UserError(fmt::format(
-        "the checkpoint's recipe names no tokenizer files this machine has: give --vocab-file "
-        "(and --merge-file for {}), e.g. data/tokenizers/gpt2/vocab.json and merges.txt",
-        t.type));
+        "the checkpoint's recipe names no tokenizer files this machine has: give {}",
+        gpt2 ? "--vocab-file and --merge-file (e.g. data/tokenizers/gpt2/vocab.json and merges.txt)"
+        : r.data.tokenizer == recipe::Tokenizer::SentencePiece
+            ? "--tokenizer-model (the SentencePiece model it was trained with)"
+            : "--vocab-file (e.g. data/tokenizers/bert-base-uncased/vocab.txt)"));
   }
   return t.load();
 }
@@ -195,8 +199,24 @@ void run_eval(const EvalArgs& a) {
   }
   // Read every task file before the model is built: bad input costs nothing.
   std::vector<eval::TaskInput> inputs;
+  const int64_t classes = compiled.derived.classes;
   for (const eval::TaskSpec& spec : task_specs(a, compiled.recipe)) {
-    inputs.push_back(eval::read_task_input(spec, *tokenizer));
+    if (spec.task == "classification" && classes == 0) {
+      throw UserError(fmt::format("{}: the checkpoint has no classifier: fine-tune it first "
+                                  "(finetune.train_data, docs/finetune.md)",
+                                  dir->string()));
+    }
+    if (spec.task != "classification" && classes > 0) {
+      throw UserError(fmt::format("{}: the checkpoint is a fine-tuned classifier: score it with "
+                                  "--task classification",
+                                  dir->string()));
+    }
+    if (spec.task != "classification" && compiled.recipe.model.arch != recipe::Arch::Gpt) {
+      throw UserError(fmt::format("{}: {} scores causal language models (arch gpt); this "
+                                  "checkpoint is {}: fine-tune it and use --task classification",
+                                  dir->string(), spec.task, recipe::name_of(compiled.recipe.model.arch)));
+    }
+    inputs.push_back(eval::read_task_input(spec, *tokenizer, compiled.recipe.finetune));
   }
   if (a.nproc > 1) {
     std::vector<std::string> args = own_arguments_without("--nproc");
@@ -269,6 +289,27 @@ void run_eval(const EvalArgs& a) {
                                   rank0 ? progress : eval::ScoreProgress{}, groups);
         scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         return scores;
+      },
+      .classify = [&](const data::ClassificationSet& set) {
+        const auto begin = std::chrono::steady_clock::now();
+        // The tokenizer outlives the source: a non-owning handle.
+        const std::shared_ptr<const data::Tokenizer> tok(tokenizer.get(), [](const data::Tokenizer*) {});
+        const data::ClassificationSource rows(
+            std::make_shared<const data::ClassificationSet>(set), tok, compiled.recipe.data.seq_length,
+            compiled.recipe.model.arch == recipe::Arch::Bert, 0, int64_t(set.rows.size()), false);
+        forwarded += int64_t(set.rows.size()) * compiled.recipe.data.seq_length;
+        const eval::ScoreProgress progress = [&](int64_t done, int64_t all) {
+          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+          const double rate = double(done) / std::max(s, 1e-9);
+          line(fmt::format("classified {}/{} rows, {:.1f} rows/s, ETA {:.0f} s", done, all, rate,
+                           double(all - done) / std::max(rate, 1e-9)),
+               s, done == all);
+        };
+        auto answers = eval::classify(forward, *ctx.backend, rows, train::batch_spec(ctx.config),
+                                      options.batch_size, classes, groups,
+                                      rank0 ? progress : eval::ScoreProgress{});
+        scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        return answers;
       }};
   std::vector<eval::TaskResult> results;
   for (eval::TaskInput& input : inputs) {
@@ -307,8 +348,9 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   cmd->add_option("checkpoint", args->checkpoint, "Checkpoint (save directory or iter_NNNNNNN)")->required();
   cmd->add_option("overrides", args->overrides, "section.key=value recipe overrides");
   cmd->add_option("--task", args->task,
-                  "perplexity, cloze or multiple-choice (default: the recipe's eval.tasks)")
-      ->check(CLI::IsMember({"perplexity", "cloze", "multiple-choice"}));
+                  "perplexity, cloze, multiple-choice, or classification for a fine-tuned classifier "
+                  "(default: the recipe's eval.tasks)")
+      ->check(CLI::IsMember({"perplexity", "cloze", "multiple-choice", "classification"}));
   auto& flags = args->task_flags;
   flags.push_back(cmd->add_option(
       "--data", args->data, "Task file: .jsonl; for perplexity also plain text or an indexed dataset's prefix"));

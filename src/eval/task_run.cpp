@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "eval/classify.hpp"
 
 namespace megatron::eval {
 
@@ -25,15 +26,27 @@ TaskSpec task_spec(const recipe::EvalTask& e) {
 
 int64_t TaskInput::samples() const {
   if (spec.task == "multiple-choice") return int64_t(questions.size());
+  if (labelled) return int64_t(labelled->rows.size());
   return token_documents ? int64_t(token_documents->size()) : int64_t(documents.size());
 }
 
-TaskInput read_task_input(const TaskSpec& spec, const data::Tokenizer& tokenizer) {
+TaskInput read_task_input(const TaskSpec& spec, const data::Tokenizer& tokenizer,
+                          const recipe::FinetuneSection& ft) {
   if (spec.num_fewshot > 0 && spec.task != "multiple-choice") {
     throw UserError("--num-fewshot: few-shot prompts are for --task multiple-choice");
   }
   TaskInput in{.spec = spec, .fewshot = {.shots = spec.num_fewshot}};
-  if (spec.task == "multiple-choice") {
+  if (spec.task == "classification") {
+    in.labelled = std::make_shared<const data::ClassificationSet>(
+        ft.format == recipe::FinetuneFormat::Jsonl
+            ? data::read_labelled_jsonl(spec.data,
+                                        {.text = ft.text_field,
+                                         .text_b = ft.text_b_field.value_or(""),
+                                         .label = ft.label_field},
+                                        ft.labels)
+            : data::read_glue(spec.data, ft.format == recipe::FinetuneFormat::Mnli ? data::GlueTask::Mnli
+                                                                                   : data::GlueTask::Qqp));
+  } else if (spec.task == "multiple-choice") {
     in.questions = read_choices(spec.data, spec.choice_fields);
     if (spec.num_fewshot > 0) {
       std::error_code ec;
@@ -60,6 +73,8 @@ TaskResult run_task(TaskInput in, const TaskSetup& setup) {
                                         ? corpus_from_tokens(std::move(*in.token_documents), setup.tokenizer)
                                         : corpus_from_text(in.documents, setup.tokenizer);
     r = perplexity_task(corpus, setup, in.spec.stride, in.spec.windows);
+  } else if (in.spec.task == "classification") {
+    r = classification_metrics(*in.labelled, setup.classify(*in.labelled));
   } else if (in.spec.task == "cloze") {
     r = cloze_task(in.documents, setup);
   } else {

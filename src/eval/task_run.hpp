@@ -2,17 +2,19 @@
 // its input read and checked before any model is built, and the run that scores it.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "data/classification_data.hpp"
 #include "eval/tasks.hpp"
 #include "recipe/recipe.hpp"
 
 namespace megatron::eval {
 
 struct TaskSpec {
-  std::string task;  // perplexity, cloze or multiple-choice
+  std::string task;  // perplexity, cloze, multiple-choice or classification
   std::string data;
   std::string field = "text";
   ChoiceFields choice_fields;
@@ -32,11 +34,14 @@ struct TaskInput {
   std::optional<std::vector<std::vector<int32_t>>> token_documents;  // an indexed dataset
   std::vector<Choice> questions;                      // multiple choice
   FewShot fewshot;
+  std::shared_ptr<const data::ClassificationSet> labelled;  // classification
   int64_t samples() const;
 };
 
-// Reads and checks the task's files (UserError naming file, line and field).
-TaskInput read_task_input(const TaskSpec& spec, const data::Tokenizer& tokenizer);
+// Reads and checks the task's files (UserError naming file, line and field). Classification
+// reads its rows as the recipe's finetune section lays them out.
+TaskInput read_task_input(const TaskSpec& spec, const data::Tokenizer& tokenizer,
+                          const recipe::FinetuneSection& finetune = {});
 
 // Scores the task; the result records its data file and shots.
 TaskResult run_task(TaskInput input, const TaskSetup& setup);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/classification_data.hpp"
 #include "data/tokenizer.hpp"
 #include "eval/fewshot.hpp"
 #include "eval/scorer.hpp"
@@ -43,6 +44,8 @@ struct TaskSetup {
   int32_t prefix_token = 0;  // end of document: the context of an empty context
   int64_t max_length = 0;    // the model's longest sequence
   ScoreFn score;
+  // A fine-tuned classifier's answer for each labelled row (classification tasks).
+  std::function<std::vector<int32_t>(const data::ClassificationSet&)> classify;
 };
 
 // What perplexity scores: each document's tokens and its text (words and bytes are counted on

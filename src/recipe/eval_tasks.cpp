@@ -13,7 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kTasks = {"perplexity", "cloze", "multiple-choice"};
+const std::vector<std::string> kTasks = {"perplexity", "cloze", "multiple-choice", "classification"};
 const std::vector<std::string> kWindows = {"rolling", "megatron", "both"};
 
 // Each key and the tasks that take it (empty: every task).
@@ -80,7 +80,7 @@ EvalTask parse_task(const YAML::Node& item, const FieldSpec& spec, const Origin&
     return value;
   };
   EvalTask t;
-  if (!item["task"]) fail_at(at, where + ": no task: (perplexity, cloze or multiple-choice)");
+  if (!item["task"]) fail_at(at, where + ": no task: (perplexity, cloze, multiple-choice or classification)");
   t.task = one_of(item["task"], "task", kTasks);
   if (!item["data"]) fail_at(at, where + ": no data: (the task's file)");
   for (const auto& kv : item) {
@@ -155,7 +155,7 @@ FieldSpec eval_tasks_field() {
   f.path = "eval.tasks";
   f.kind = ValueKind::TaskList;
   f.doc = "Downstream tasks `megatron eval CHECKPOINT` runs when given no --task: each a mapping "
-          "of task (perplexity, cloze or multiple-choice), data (its file, relative to the recipe) "
+          "of task (perplexity, cloze, multiple-choice or classification), data (its file, relative to the recipe) "
           "and optionally the flags of `megatron eval` as keys (field, stride, windows, "
           "context_field, choices_field, gold_field, num_fewshot, fewshot_data); docs/eval.md.";
   f.parse_into = [](const FieldSpec& spec, Recipe& r, const YAML::Node& node, const Origin& origin) {

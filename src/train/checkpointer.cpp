@@ -19,6 +19,7 @@
 #include "recipe/enum_names.hpp"
 #include "recipe/render.hpp"
 #include "tensor/host_io.hpp"
+#include "train/train_data.hpp"
 
 namespace megatron::train {
 namespace fs = std::filesystem;
@@ -169,7 +170,7 @@ void Checkpointer::save(const model::LanguageModel& model, ParallelOptimizer& op
       .optimizer = std::string(recipe::name_of(r.training.optimizer)),
       .seed = r.training.seed,
       .model = ckpt::model_fields(config_),
-      .recipe = recipe::render_yaml(compiled_),
+      .recipe = recipe::render_yaml(with_absolute_paths(compiled_)),
       .recipe_original = recipe_text_,
       .overrides = text_of(overrides_),
       .version = std::string(build_info::version())};

@@ -17,13 +17,23 @@
 
 namespace megatron::train {
 
-namespace {
-
 std::string relative_to(const recipe::CompiledRecipe& compiled, const std::string& path) {
   const std::filesystem::path p(path);
-  const auto base = std::filesystem::path(compiled.file).parent_path();
+  const auto base = std::filesystem::absolute(std::filesystem::path(compiled.file)).parent_path();
   return (p.is_absolute() ? p : base / p).lexically_normal().string();
 }
+
+recipe::CompiledRecipe with_absolute_paths(recipe::CompiledRecipe c) {
+  recipe::DataSection& d = c.recipe.data;
+  for (std::string& prefix : d.prefixes) prefix = relative_to(c, prefix);
+  for (auto* file : {&d.vocab_file, &d.merge_file, &d.tokenizer_model, &c.recipe.finetune.train_data,
+                     &c.recipe.finetune.valid_data}) {
+    if (*file) *file = relative_to(c, **file);
+  }
+  return c;
+}
+
+namespace {
 
 // What to do when a recipe names no data: a preprocess command for its tokenizer on the bundled
 // corpus (or the user's own), and the override that then trains on it.

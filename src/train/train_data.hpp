@@ -25,6 +25,13 @@ struct TrainData {
 TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
                           int64_t valid_samples);
 
+// `path` as a recipe names it: relative to the recipe's directory unless absolute.
+std::string relative_to(const recipe::CompiledRecipe& compiled, const std::string& path);
+
+// The recipe with every file it names (datasets, tokenizer files, fine-tuning data) made
+// absolute: what a checkpoint stores, so that evaluating or resuming it elsewhere finds them.
+recipe::CompiledRecipe with_absolute_paths(recipe::CompiledRecipe compiled);
+
 // What the model reads from a micro-batch besides tokens, labels, mask and positions.
 struct BatchSpec {
   int64_t vocab_size = 0;

@@ -162,7 +162,8 @@ TEST(EvalCli, EveryLayoutScoresTheSameNumbers) {
       std::string greedy;  // each request's is_greedy, in order
       std::istringstream lines(slurp(samples));
       for (std::string line; std::getline(lines, line);) {
-        for (const auto& resp : nlohmann::json::parse(line)["filtered_resps"]) {
+        const nlohmann::json sample = nlohmann::json::parse(line);  // outlives the loop below
+        for (const auto& resp : sample["filtered_resps"]) {
           if (resp.is_array()) greedy += resp[1].get<bool>() ? '1' : '0';
         }
       }

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <sstream>
+
 #include "cli/run_command.hpp"
 #include "support/temp_dir.hpp"
 
@@ -50,7 +53,8 @@ TEST(Finetune, AClassifierTrainsFromAPretrainedCheckpointAndReportsAccuracy) {
       "run " + kSmall + kTokenizer + "data.mock=false finetune.train_data=" + train +
       " finetune.valid_data=" + valid + " 'finetune.labels=[great, other]' finetune.pretrained=" +
       pre.string() + " training.train_iters=24 training.lr_warmup_iters=2 training.lr=1e-3 "
-      "logging.interval=1 eval.interval=12 eval.iters=1 --run-dir " + run_dir.string());
+      "logging.interval=1 eval.interval=12 eval.iters=1 checkpoint.save=" + (dir.path() / "clf").string() +
+      " --run-dir " + run_dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("fine-tuning from " + (pre / "iter_0000002").string()));
   EXPECT_THAT(r.err, HasSubstr("drawn fresh: classification_head.weight, classification_head.bias"));
@@ -68,6 +72,29 @@ TEST(Finetune, AClassifierTrainsFromAPretrainedCheckpointAndReportsAccuracy) {
   ASSERT_TRUE(accuracy.has_value());
   EXPECT_GE(*accuracy, 0.0);
   EXPECT_LE(*accuracy, 1.0);
+
+  // megatron eval scores the fine-tuned checkpoint (its recipe names the tokenizer files), the
+  // same on one process and on two.
+  std::map<std::string, double> scores[2];
+  for (int procs = 1; procs <= 2; ++procs) {
+    const auto json = dir.path() / ("eval" + std::to_string(procs) + ".json");
+    const CommandResult e = run_megatron("eval " + (dir.path() / "clf").string() + " --task classification --data " +
+                                         valid + " --batch-size 5 --json " + json.string() +
+                                         (procs == 2 ? " --nproc 2" : " --threads 1"));
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    const auto results = nlohmann::json::parse(slurp(json));
+    for (const auto& [k, v] : results["results"]["classification"].items()) {
+      if (v.is_number()) scores[procs - 1][k] = v.get<double>();
+    }
+  }
+  ASSERT_TRUE(scores[0].contains("acc,none"));
+  ASSERT_TRUE(scores[0].contains("f1,none"));
+  ASSERT_TRUE(scores[0].contains("f1_other,none"));
+  EXPECT_EQ(scores[0], scores[1]);
+  // A language-model task on a classifier is refused with what to do instead.
+  const CommandResult lm = run_megatron("eval " + (dir.path() / "clf").string() + " --task perplexity --data " + valid);
+  EXPECT_EQ(lm.exit_code, 2);
+  EXPECT_THAT(lm.err, HasSubstr("is a fine-tuned classifier: score it with --task classification"));
 }
 
 TEST(Finetune, RecipesThatCannotMeanWhatTheySayAreRefused) {

@@ -41,7 +41,7 @@ TEST_F(RecipeTest, EvalTaskMistakesNameTheEntryTheKeyAndItsPosition) {
   const std::string head = std::string(kMinimalRecipe) + "eval:\n  tasks:\n";
   EXPECT_EQ(error_of(head + "    - task: clozee\n      data: x\n"),
             file() + ":14:13: eval.tasks[0].task: 'clozee' is not one of perplexity, cloze, "
-                     "multiple-choice (did you mean cloze?)");
+                     "multiple-choice, classification (did you mean cloze?)");
   EXPECT_EQ(error_of(head + "    - task: cloze\n"), file() + ":14:7: eval.tasks[0]: no data: (the task's file)");
   EXPECT_EQ(error_of(head + "    - task: cloze\n      data: x\n      num_fewshot: 3\n"),
             file() + ":16:7: eval.tasks[0].num_fewshot: only multiple-choice takes it, this entry is cloze");
