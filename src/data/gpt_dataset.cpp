@@ -31,6 +31,10 @@ GptDataset::GptDataset(std::shared_ptr<const IndexedDataset> data, Split split,
         "needed from it; give the split a larger share or add data",
         prefix, split_name(split_), documents_.begin, documents_.end, *num_samples));
 
+  if (config_.seed > 0xffffffffull)
+    throw UserError(fmt::format("dataset '{}': seed {} is above 2^32 - 1, the largest seed of "
+                                "numpy.random.RandomState, which orders Megatron's samples",
+                                prefix, config_.seed));
   const GptIndexParams params{
       .seq_length = config_.seq_length, .num_samples = num_samples, .seed = config_.seed};
   const auto dir = config_.cache_dir.empty() ? default_index_cache_dir(prefix) : config_.cache_dir;

@@ -36,7 +36,7 @@ std::string gpt_index_description(const IndexedDataset& dataset, Split split,
       "seq_length: {}\n"
       "num_samples: {}\n"
       "seed: {}\n"
-      "shuffle: mt19937_64 Fisher-Yates\n",
+      "shuffle: numpy.random.RandomState(seed).shuffle\n",
       kGptIndexAlgorithmVersion, kIndexCacheVersion, dataset_identity(dataset), split_name(split), documents.begin, documents.end, params.seq_length,
       params.num_samples ? std::to_string(*params.num_samples) : std::string("one epoch"),
       params.seed);

@@ -17,7 +17,7 @@
 namespace megatron::data {
 
 // Bumped whenever the index-building algorithm changes, so old caches stop matching.
-inline constexpr int kGptIndexAlgorithmVersion = 1;
+inline constexpr int kGptIndexAlgorithmVersion = 2;  // 2: numpy RandomState shuffles
 
 // Every input of the indices, one per line: the dataset's absolute path and its files' sizes
 // and .idx modification time (so a rewritten dataset gets new indices), the split and its

@@ -38,17 +38,17 @@ namespace {
 
 // Appends `epochs` copies of the documents, then shuffles just the appended part.
 void append_shuffled_epochs(std::vector<int64_t>& out, DocumentRange documents, int64_t epochs,
-                            ShuffleRng& rng) {
+                            NumpyRandomState& rng) {
   const std::size_t first = out.size();
   for (int64_t e = 0; e < epochs; ++e)
     for (int64_t d = documents.begin; d < documents.end; ++d) out.push_back(d);
-  seeded_shuffle(std::span<int64_t>(out).subspan(first), rng);
+  rng.shuffle(std::span<int64_t>(out).subspan(first));
 }
 
 }  // namespace
 
 std::vector<int64_t> build_document_index(DocumentRange documents, const EpochPlan& plan,
-                                          ShuffleRng& rng) {
+                                          NumpyRandomState& rng) {
   std::vector<int64_t> index;
   index.reserve(static_cast<std::size_t>(plan.num_epochs * documents.size()));
   if (!plan.separate_final_epoch) {
@@ -96,12 +96,12 @@ std::vector<int64_t> build_sample_index(std::span<const int32_t> sequence_length
   return index;
 }
 
-std::vector<int64_t> build_shuffle_index(int64_t first, int64_t total, ShuffleRng& rng) {
+std::vector<int64_t> build_shuffle_index(int64_t first, int64_t total, NumpyRandomState& rng) {
   std::vector<int64_t> index(static_cast<std::size_t>(total));
   for (int64_t i = 0; i < total; ++i) index[i] = i;
   const std::span<int64_t> all(index);
-  seeded_shuffle(all.first(static_cast<std::size_t>(first)), rng);
-  if (first < total) seeded_shuffle(all.subspan(static_cast<std::size_t>(first)), rng);
+  rng.shuffle(all.first(static_cast<std::size_t>(first)));
+  if (first < total) rng.shuffle(all.subspan(static_cast<std::size_t>(first)));
   return index;
 }
 
@@ -117,7 +117,8 @@ GptIndices build_gpt_indices(std::span<const int32_t> sequence_lengths, Document
                              const GptIndexParams& params) {
   if (params.seq_length < 1) throw std::invalid_argument("build_gpt_indices: seq_length < 1");
   const EpochPlan plan = plan_epochs(tokens_in(sequence_lengths, documents), params);
-  ShuffleRng rng(params.seed);
+  if (params.seed > 0xffffffffull) throw std::invalid_argument("build_gpt_indices: seed above 2^32 - 1");
+  NumpyRandomState rng(static_cast<uint32_t>(params.seed));
   auto owned = std::make_shared<OwnedIndices>();
   owned->document_index = build_document_index(documents, plan, rng);
   owned->sample_index =

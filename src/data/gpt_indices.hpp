@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/dataset_split.hpp"
-#include "data/seeded_shuffle.hpp"
+#include "data/numpy_random.hpp"
 
 namespace megatron::data {
 
@@ -21,7 +21,7 @@ namespace megatron::data {
 struct GptIndexParams {
   int64_t seq_length = 0;              // S; every sample reads S + 1 tokens
   std::optional<int64_t> num_samples;  // samples wanted; nullopt builds exactly one epoch
-  uint64_t seed = 0;
+  uint64_t seed = 0;                   // at most 2^32 - 1, as numpy.random.RandomState's
 };
 
 // Megatron's _get_num_epochs: the fewest epochs E >= 1 with (E x tokens_per_epoch - 1) / S >=
@@ -44,7 +44,7 @@ EpochPlan plan_epochs(int64_t tokens_per_epoch, const GptIndexParams& params);
 // (E x D): the split's document ids, repeated E times, shuffled together; with a separate final
 // epoch, the first E - 1 epochs are shuffled together and the last one on its own after them.
 std::vector<int64_t> build_document_index(DocumentRange documents, const EpochPlan& plan,
-                                          ShuffleRng& rng);
+                                          NumpyRandomState& rng);
 
 // ((N + 1) x 2), flattened: row k is (position in document_index, token offset) of the first
 // token of sample k; sample k runs from row k to row k + 1 inclusive, so it holds S + 1 tokens
@@ -56,7 +56,7 @@ std::vector<int64_t> build_sample_index(std::span<const int32_t> sequence_length
                                         int64_t seq_length);
 
 // (total): 0..total-1 with [0, first) shuffled, then [first, total) shuffled on its own.
-std::vector<int64_t> build_shuffle_index(int64_t first, int64_t total, ShuffleRng& rng);
+std::vector<int64_t> build_shuffle_index(int64_t first, int64_t total, NumpyRandomState& rng);
 
 // A split's indices, in memory after a build or mapped from a cache file after a load.
 struct GptIndices {
@@ -69,8 +69,8 @@ struct GptIndices {
   int64_t samples() const { return static_cast<int64_t>(shuffle_index.size()); }
 };
 
-// Builds all three with one ShuffleRng seeded by params.seed, in Megatron's order: document
-// index, then shuffle index. tokens_per_epoch must be > 0 unless params.num_samples is 0.
+// Builds all three with one numpy.random.RandomState(params.seed), in Megatron-Core's order:
+// document index, then shuffle index; so the orders are Megatron-Core's for the same seed. tokens_per_epoch must be > 0 unless params.num_samples is 0.
 GptIndices build_gpt_indices(std::span<const int32_t> sequence_lengths, DocumentRange documents,
                              const GptIndexParams& params);
 

@@ -1,6 +1,6 @@
-// NumPy's legacy RandomState (MT19937 seeded with an integer) for the draws Megatron's masked
-// datasets make: random(), randint(), shuffle() of a list and choice() with probabilities. Each
-// reproduces NumPy's algorithm, so a sample built here is the sample Megatron builds.
+// NumPy's legacy RandomState (MT19937 seeded with an integer) for the draws Megatron's datasets
+// make: random(), randint(), shuffle() of a list or array and choice() with probabilities. Each
+// reproduces NumPy's algorithm, so an index or sample built here is the one Megatron builds.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +18,15 @@ class NumpyRandomState {
   double random();
   // randint(low, high): uniform in [low, high), by masked rejection of 32-bit draws.
   int64_t randint(int64_t low, int64_t high);
-  // shuffle(list): Fisher-Yates from the back with NumPy's random_interval.
+  // shuffle(list or 1-d array): Fisher-Yates from the back with NumPy's random_interval. The
+  // element type does not matter to the draws, so int32 and int64 arrays permute alike.
+  template <class T>
+  void shuffle(std::span<T> x) {
+    for (size_t i = x.size(); i-- > 1;) std::swap(x[i], x[size_t(interval(i))]);
+  }
   template <class T>
   void shuffle(std::vector<T>& x) {
-    for (size_t i = x.size(); i-- > 1;) std::swap(x[i], x[size_t(interval(i))]);
+    shuffle(std::span<T>(x));
   }
   // choice(len(p), p=p): the index whose cumulative probability first exceeds a uniform draw.
   size_t choice(std::span<const double> p);

@@ -9,7 +9,6 @@
 #include <map>
 #include <numeric>
 
-#include "data/seeded_shuffle.hpp"
 
 namespace megatron::data {
 namespace {
@@ -83,7 +82,7 @@ TEST(GptDatasetIndices, TheSampleIndexFollowsTheDocumentIndexOrder) {
 }
 
 TEST(GptDatasetIndices, DocumentIndexHoldsEachDocumentOncePerEpoch) {
-  ShuffleRng rng(7);
+  NumpyRandomState rng(7);
   const EpochPlan plan{.tokens_per_epoch = 1, .num_epochs = 3};
   const auto index = build_document_index({10, 15}, plan, rng);
   EXPECT_THAT(sorted(index),
@@ -92,7 +91,7 @@ TEST(GptDatasetIndices, DocumentIndexHoldsEachDocumentOncePerEpoch) {
 }
 
 TEST(GptDatasetIndices, ASeparateFinalEpochIsShuffledAfterTheOthers) {
-  ShuffleRng rng(7);
+  NumpyRandomState rng(7);
   const EpochPlan plan{.tokens_per_epoch = 1, .num_epochs = 3, .separate_final_epoch = true};
   const auto index = build_document_index({0, 20}, plan, rng);
   const std::span<const int64_t> all(index);
@@ -104,7 +103,7 @@ TEST(GptDatasetIndices, ASeparateFinalEpochIsShuffledAfterTheOthers) {
 }
 
 TEST(GptDatasetIndices, ShuffleIndexPermutesEachRangeWithinItself) {
-  ShuffleRng rng(3);
+  NumpyRandomState rng(3);
   const auto index = build_shuffle_index(30, 50, rng);
   const std::span<const int64_t> all(index);
   EXPECT_EQ(sorted(all.first(30)), iota(0, 30));
@@ -147,25 +146,27 @@ TEST(GptDatasetIndices, SameSeedSameIndicesOtherSeedOtherOrder) {
   EXPECT_FALSE(std::equal(a.shuffle_index.begin(), a.shuffle_index.end(), c.shuffle_index.begin()));
 }
 
-TEST(GptDatasetShuffle, APermutationIsFixedForAGivenSeed) {
-  // Golden values, reproduced independently by a from-scratch Python MT19937-64 with the same
-  // Fisher-Yates. Caches and resumed runs depend on this order never changing: if this test
-  // has to change, bump kGptIndexAlgorithmVersion so old caches stop matching.
+TEST(GptDatasetShuffle, PermutesAsNumpyRandomStateDoes) {
+  // Golden values from numpy 2.x: r = numpy.random.RandomState(1234); a = numpy.arange(10);
+  // r.shuffle(a). Megatron-Core shuffles its indices exactly so; caches and resumed runs depend
+  // on this order: if it has to change, bump kGptIndexAlgorithmVersion.
   std::vector<int64_t> values = iota(0, 10);
-  ShuffleRng rng(1234);
-  seeded_shuffle(values, rng);
-  EXPECT_THAT(values, ElementsAre(0, 3, 4, 7, 9, 8, 5, 6, 1, 2));
+  NumpyRandomState rng(1234);
+  rng.shuffle(values);
+  EXPECT_THAT(values, ElementsAre(7, 2, 9, 1, 0, 8, 4, 5, 6, 3));
 }
 
-TEST(GptDatasetShuffle, BelowStaysInRangeAndReachesEveryValue) {
-  ShuffleRng rng(5);
-  std::vector<int> seen(7, 0);
-  for (int i = 0; i < 7000; ++i) {
-    const uint64_t v = rng.below(7);
-    ASSERT_LT(v, 7u);
-    ++seen[v];
-  }
-  for (const int n : seen) EXPECT_NEAR(n, 1000, 150);
+TEST(GptDatasetShuffle, ShufflesOneAfterAnotherContinueOneStream) {
+  // numpy: r = RandomState(7); a = arange(10, 25, dtype=int32); r.shuffle(a); b = arange(6);
+  // r.shuffle(b) -- as the document index (int32) and then the shuffle index are drawn.
+  std::vector<int32_t> a(15);
+  for (int32_t i = 0; i < 15; ++i) a[i] = 10 + i;
+  std::vector<int64_t> b = iota(0, 6);
+  NumpyRandomState rng(7);
+  rng.shuffle(a);
+  rng.shuffle(b);
+  EXPECT_THAT(a, ElementsAre(18, 15, 20, 12, 22, 10, 11, 24, 23, 17, 21, 13, 16, 19, 14));
+  EXPECT_THAT(b, ElementsAre(1, 2, 3, 5, 4, 0));
 }
 
 }  // namespace
