@@ -350,6 +350,12 @@ class Translator {
   }
 
   void translate_layout() {
+    if (given("--sequence-parallel")) {
+      if (integer_key("parallel.tensor").value_or(1) > 1)
+        set("parallel.sequence_parallel", "true", "--sequence-parallel");
+      else
+        ignore("--sequence-parallel", "Megatron-LM turns it off without tensor parallelism");
+    }
     const int64_t pipeline = integer_key("parallel.pipeline").value_or(1);
     const int64_t layers = integer_key("model.num_layers").value_or(0);
     if (given("--num-layers-per-virtual-pipeline-stage")) {

@@ -89,9 +89,13 @@ MegatronCommandLine parse_megatron_command_line(const std::vector<std::string>& 
         if (takes_one) break;
       }
     }
-    if (known && known->arity == Arity::Switch && !flag.values.empty())
+    const bool switch_given_value =
+        known && known->arity == Arity::Switch &&
+        (!flag.values.empty() || (i < words.size() && !is_flag(words[i])));
+    if (switch_given_value)
       throw UserError(fmt::format("{} is a switch and takes no value, but was given '{}'",
-                                  flag.name, printable(flag.values.front())));
+                                  flag.name,
+                                  printable(flag.values.empty() ? words[i] : flag.values.front())));
     if (known && known->arity != Arity::Switch && flag.values.empty())
       throw UserError(fmt::format("{} is missing its value", flag.name));
     line.flags.push_back(std::move(flag));

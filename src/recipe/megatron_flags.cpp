@@ -93,7 +93,7 @@ const std::vector<MegatronFlag>& megatron_flags() {
       {"--num-layers-per-virtual-pipeline-stage", A::One, F::Special},
       {"--decoder-first-pipeline-num-layers", A::One, F::Special},
       {"--decoder-last-pipeline-num-layers", A::One, F::Special},
-      {"--sequence-parallel", A::Switch, F::Key, "parallel.sequence_parallel", "true"},
+      {"--sequence-parallel", A::Switch, F::Special},
       {"--use-distributed-optimizer", A::Switch, F::Key, "parallel.distributed_optimizer", "true"},
       {"--ddp-bucket-size", A::One, F::Key, "parallel.ddp_bucket_size"},
       {"--distributed-timeout-minutes", A::One, F::Key, "parallel.timeout_minutes"},
