@@ -13,6 +13,8 @@ namespace megatron::cli {
 using Actions = std::vector<std::pair<CLI::App*, std::function<void()>>>;
 
 void add_recipe_commands(CLI::App& app, Actions& actions);
+// `megatron recipe from-megatron`, under the recipe group (from_megatron_command.cpp).
+void add_from_megatron_command(CLI::App& recipe_group, Actions& actions);
 void add_plan_command(CLI::App& app, Actions& actions);
 void add_run_command(CLI::App& app, Actions& actions);
 // `megatron eval` (eval_command.cpp).

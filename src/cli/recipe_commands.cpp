@@ -1,4 +1,4 @@
-// `megatron recipe show` and `megatron recipe schema`.
+// `megatron recipe show`, `megatron recipe schema` and `megatron recipe from-megatron`.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -41,6 +41,8 @@ void add_recipe_commands(CLI::App& app, Actions& actions) {
     else
       std::cout << recipe::schema_as_json_schema().dump(2) << "\n";
   });
+
+  add_from_megatron_command(*group, actions);
 }
 
 }  // namespace megatron::cli
