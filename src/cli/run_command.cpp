@@ -12,6 +12,7 @@
 #include "cli/local_job.hpp"
 #include "ckpt/directory.hpp"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/parallelism.hpp"
 #include "dist/launcher.hpp"
 #include "recipe/compile.hpp"
@@ -135,7 +136,10 @@ void add_run_command(CLI::App& app, Actions& actions) {
   cmd->add_flag("--force", args->force,
                 "Write into a run directory that holds an earlier run's metrics (appending to "
                 "metrics.jsonl) although this run does not resume from its checkpoint");
-  actions.emplace_back(cmd, [args] { run(*args); });
+  actions.emplace_back(cmd, [args] {
+    logging::log_to_stdout();
+    run(*args);
+  });
 }
 
 }  // namespace megatron::cli

@@ -107,7 +107,7 @@ TEST_P(ExactResume, ResumedRunIsBitwiseTheStraightRun) {
   const Training resumed =
       train(1, setting + " checkpoint.load=" + (save.path() / "iter_0000005").string());
   ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
-  EXPECT_NE(resumed.result.err.find("loaded checkpoint"), std::string::npos) << resumed.result.err;
+  EXPECT_NE(resumed.result.out.find("loaded checkpoint"), std::string::npos) << resumed.result.out;
   expect_bitwise(straight.metrics, resumed.metrics, 6);
   if (setting.find("dtype=f16") != std::string::npos) {
     EXPECT_GT(straight.metrics.back().skipped, straight.metrics[4].skipped);  // overflows after 5
@@ -148,7 +148,7 @@ TEST(Checkpoint, TheRunsOwnCheckpointWinsOverCheckpointLoad) {
   EXPECT_EQ(latest(own.path()), "iter_0000003");
   const Training again = train(1, job + " training.train_iters=4");
   ASSERT_EQ(again.result.exit_code, 0) << again.result.err;
-  EXPECT_NE(again.result.err.find("rather than checkpoint.load"), std::string::npos) << again.result.err;
+  EXPECT_NE(again.result.out.find("rather than checkpoint.load"), std::string::npos) << again.result.out;
   ASSERT_FALSE(again.metrics.empty());
   EXPECT_EQ(again.metrics.front().iteration, 4);
 }
@@ -182,7 +182,7 @@ TEST(Checkpoint, SavedUnderOneLayoutContinuesUnderOthers) {
 // to the launched process (megatron, or mpirun that --nproc became) and returns its exit status.
 struct SignalledRun {
   int exit_code = -1;
-  std::string err;
+  std::string err;  // the run's log: stdout and stderr together
   std::vector<Iteration> metrics;
 };
 
@@ -193,8 +193,8 @@ SignalledRun signal_run(int nproc, const std::string& signal, const fs::path& sa
       "cd '" + std::string(MEGATRON_SOURCE_DIR) + "'\n" + mpi_sanitizer_env() + " '" +
       MEGATRON_BINARY + "' run " + launch_args(nproc) + kModel +
       "training.train_iters=100000 eval.interval=100000 checkpoint.save=" + save.string() +
-      " --run-dir " + run_dir.string() + " 2>'" + (dir.path() / "err").string() +
-      "' >/dev/null &\npid=$!\n"
+      " --run-dir " + run_dir.string() + " >'" + (dir.path() / "err").string() +
+      "' 2>&1 &\npid=$!\n"
       "for i in $(seq 1 1200); do\n"
       "  n=$(grep -c lm_loss '" + run_dir.string() + "/metrics.jsonl' 2>/dev/null)\n"
       "  [ \"${n:-0}\" -ge 3 ] && break\n"
@@ -459,7 +459,7 @@ TEST(Checkpoint, HuggingFaceExportAndImportGiveTheModelBackAndItFineTunes) {
       back.path().string() + " training.train_iters=2 training.lr_warmup_iters=1 --run-dir " +
       (back.path() / "run").string());
   EXPECT_EQ(tune.exit_code, 0) << tune.err;
-  EXPECT_NE(tune.err.find("the optimizer starts fresh"), std::string::npos) << tune.err;
+  EXPECT_NE(tune.out.find("the optimizer starts fresh"), std::string::npos) << tune.out;
 }
 
 TEST(Checkpoint, ConvertRefusesALayoutTheModelCannotTake) {

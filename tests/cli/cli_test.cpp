@@ -172,10 +172,10 @@ TEST(Cli, TheRecipesLogLevelActsUnlessTheCommandLineGivesOne) {
                           "training.lr_warmup_iters=0 eval.interval=null logging.level=warn --threads 1 --run-dir ";
   const auto quiet = run_megatron(run + (dir.path() / "a").string());
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
-  EXPECT_EQ(quiet.err.find("[info]"), std::string::npos) << quiet.err;
+  EXPECT_EQ(quiet.out.find("[info]"), std::string::npos) << quiet.out;
   const auto told = run_megatron("--log-level info" + run + (dir.path() / "b").string());
   ASSERT_EQ(told.exit_code, 0) << told.err;
-  EXPECT_NE(told.err.find("[info]"), std::string::npos) << told.err;
+  EXPECT_NE(told.out.find("[info]"), std::string::npos) << told.out;
 }
 
 // A shipped recipe without data says how to make some for its tokenizer, and how to use it.

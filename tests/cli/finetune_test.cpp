@@ -56,8 +56,8 @@ TEST(Finetune, AClassifierTrainsFromAPretrainedCheckpointAndReportsAccuracy) {
       "logging.interval=1 eval.interval=12 eval.iters=1 checkpoint.save=" + (dir.path() / "clf").string() +
       " --run-dir " + run_dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("fine-tuning from " + (pre / "iter_0000002").string()));
-  EXPECT_THAT(r.err, HasSubstr("drawn fresh: classification_head.weight, classification_head.bias"));
+  EXPECT_THAT(r.out, HasSubstr("fine-tuning from " + (pre / "iter_0000002").string()));
+  EXPECT_THAT(r.out, HasSubstr("drawn fresh: classification_head.weight, classification_head.bias"));
   EXPECT_THAT(r.out, HasSubstr("classification loss: "));
   std::vector<double> loss;
   std::optional<double> accuracy;

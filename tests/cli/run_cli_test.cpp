@@ -203,7 +203,7 @@ TEST(RunCommand, ATimeLimitStopsTheRunEarly) {
   const auto lines = metrics(dir.path());
   ASSERT_FALSE(lines.empty());
   EXPECT_LT(lines.back()["iteration"].get<int>(), 100000);
-  EXPECT_NE(r.err.find("time limit"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("time limit"), std::string::npos) << r.out;
 }
 
 TEST(RunCommand, ABadOverrideIsRefusedWithOneLineAndExitCodeTwo) {
