@@ -29,6 +29,14 @@ std::string Locator::name(const std::string& path, const std::string& value) con
 }
 
 void check_fields(const Recipe& r, const Locator& where) {
+  if (!r.model.flash_attention) {
+    // The planner can count the s x s scores (Megatron's paper formulas do), but the engine has
+    // only the memory-efficient kernel: accepting false would plan one thing and run another.
+    fail_at(where.at("model.flash_attention"),
+            "model.flash_attention: false asks for attention that stores the sequence x sequence "
+            "scores, which this engine does not have: it always runs the memory-efficient kernel "
+            "(same results, less memory); remove the key or set it to true");
+  }
   const auto& t = r.training;
   int lengths = int(t.train_iters.has_value()) + int(t.train_samples.has_value()) +
                 int(t.train_tokens.has_value());

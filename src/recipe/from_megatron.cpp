@@ -330,11 +330,11 @@ class Translator {
       const std::string backend = value("--attention-backend");
       if (backend == "flash" || backend == "fused")
         set("model.flash_attention", "true", "--attention-backend");
-      else if (backend == "unfused" || backend == "local")
-        set("model.flash_attention", "false", "--attention-backend");
-      else if (backend == "auto")
-        ignore("--attention-backend", "this project picks its own attention kernel "
-                                      "(model.flash_attention: true, the memory-efficient one)");
+      else if (backend == "unfused" || backend == "local" || backend == "auto")
+        // Every backend computes the same attention; this engine has only the memory-efficient
+        // kernel, so the choice changes nothing but the memory Megatron-LM would use.
+        ignore("--attention-backend", "this project always runs its memory-efficient attention "
+                                      "kernel (model.flash_attention: true), with the same results");
       else
         throw UserError(fmt::format("--attention-backend: '{}' is not one of auto, flash, fused, "
                                     "unfused, local",

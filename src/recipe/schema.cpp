@@ -159,7 +159,8 @@ std::vector<FieldSpec> model_fields() {
         "1/sqrt(2L)).",
         {.min = 0, .min_exclusive = true}),
       m("flash_attention", &S::flash_attention,
-        "Memory-efficient attention: never store the full sequence x sequence scores."),
+        "Memory-efficient attention: never store the full sequence x sequence scores. The only "
+        "attention the engine has; false is refused."),
       m("bert_binary_head", &S::bert_binary_head, "BERT: pooler and next-sentence head."),
   };
 }

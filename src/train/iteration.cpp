@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "train/host_batch.hpp"
 
 namespace megatron::train {
 
@@ -28,7 +29,9 @@ IterationOutcome train_iteration(RunContext& run, int64_t iteration, int64_t con
       backend, *run.model, groups, shape,
       [&](int64_t j) {
         const int64_t m = j * groups.dp_size + groups.coord.dp;  // in the global batch
-        return make_batch(backend, *run.data.train, consumed + m * mbs, mbs, run.batch_spec);
+        const int64_t first = consumed + m * mbs;
+        if (run.train_batches) return upload_batch(backend, run.train_batches->take(first), run.batch_spec);
+        return make_batch(backend, *run.data.train, first, mbs, run.batch_spec);
       },
       [&](size_t first) { run.optimizer->grads_ready(first); });
   run.optimizer->finish_gradients();

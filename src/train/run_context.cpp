@@ -115,6 +115,13 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   const bool evaluating = r.eval.interval && *r.eval.interval > 0 && r.eval.iters > 0;
   const int64_t valid_samples = evaluating ? r.eval.iters * r.training.global_batch_size : 0;
   data = load_train_data(c, train_samples, std::max<int64_t>(valid_samples, 1));
+  if (r.data.num_workers > 0) {
+    // Megatron's loader keeps 2 batches per worker ready (PyTorch's prefetch_factor).
+    const int workers = static_cast<int>(r.data.num_workers);
+    train_batches = std::make_unique<BatchPrefetcher>(
+        *data.train, batch_spec, r.training.micro_batch_size,
+        groups.dp_size * r.training.micro_batch_size, workers, 2 * workers);
+  }
 }
 
 void RunContext::load_pretrained(const std::string& path) {

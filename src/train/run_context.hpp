@@ -19,11 +19,13 @@
 #include "plan/program.hpp"
 #include "recipe/compile.hpp"
 #include "tensor/backend.hpp"
+#include "train/batch_prefetch.hpp"
 #include "train/batch_size.hpp"
 #include "train/checkpointer.hpp"
 #include "train/model_context.hpp"
 #include "train/parallel_optimizer.hpp"
 #include "train/pipeline_step.hpp"
+#include "train/batch_prefetch.hpp"
 #include "train/train_data.hpp"
 #include "train/trainer.hpp"
 
@@ -71,6 +73,9 @@ struct RunContext : ModelContext {
   ModelSpeed speed;
   TrainData data;
   BatchSpec batch_spec;  // how samples become micro-batches
+  // Training micro-batches assembled ahead on data.num_workers threads; null with 0 workers
+  // (assembled when needed, on the training thread). Declared after `data`, which it reads.
+  std::unique_ptr<BatchPrefetcher> train_batches;
 
  private:
   // finetune.pretrained: the model's weights from that checkpoint (any layout), but for what

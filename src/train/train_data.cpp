@@ -13,6 +13,7 @@
 #include "data/tokenizer.hpp"
 #include "recipe/enum_names.hpp"
 #include "tensor/host_io.hpp"
+#include "train/host_batch.hpp"
 #include "train/mock_data.hpp"
 
 namespace megatron::train {
@@ -221,44 +222,7 @@ BatchSpec batch_spec(const model::ModelConfig& config) {
 
 model::Batch make_batch(tensor::Backend& backend, const data::SampleSource& source,
                         int64_t first, int64_t count, const BatchSpec& spec) {
-  std::vector<int32_t> tokens, labels, positions, types;
-  std::vector<float> mask;
-  model::Batch out{.batch = count};
-  for (int64_t i = first; i < first + count; ++i) {
-    data::Sample s = source.sample(i % source.size());
-    out.seq = static_cast<int64_t>(s.tokens.size());
-    for (size_t t = 0; t < s.tokens.size(); ++t) {
-      for (int32_t id : {s.tokens[t], s.labels[t]}) {
-        if (id < 0 || id >= spec.vocab_size) {
-          throw UserError("sample " + std::to_string(i) + " holds token id " + std::to_string(id) +
-                          ", outside model.vocab_size " + std::to_string(spec.vocab_size) +
-                          ": the dataset was made with another tokenizer, or vocab_size is wrong");
-        }
-      }
-    }
-    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
-    labels.insert(labels.end(), s.labels.begin(), s.labels.end());
-    positions.insert(positions.end(), s.position_ids.begin(), s.position_ids.end());
-    mask.insert(mask.end(), s.loss_mask.begin(), s.loss_mask.end());
-    if (spec.token_types) {
-      if (s.token_types.size() != s.tokens.size()) s.token_types.assign(s.tokens.size(), 0);
-      types.insert(types.end(), s.token_types.begin(), s.token_types.end());
-    }
-    if (spec.padding_mask) {
-      out.key_lengths.push_back(s.valid_length > 0 ? s.valid_length : int64_t(s.tokens.size()));
-    }
-    if (spec.sentence_order) out.sentence_order.push_back(s.sentence_order);
-    if (spec.valid_lengths) {
-      out.valid_lengths.push_back(s.valid_length > 0 ? s.valid_length : int64_t(s.tokens.size()));
-    }
-  }
-  const tensor::Shape shape{count * out.seq};
-  out.tokens = tensor::from_ints(backend, tokens, shape);
-  out.labels = tensor::from_ints(backend, labels, shape);
-  out.loss_mask = tensor::from_floats(backend, mask, shape);
-  out.positions = tensor::from_ints(backend, positions, shape);
-  if (spec.token_types) out.token_types = tensor::from_ints(backend, types, shape);
-  return out;
+  return upload_batch(backend, assemble_batch(source, first, count, spec), spec);
 }
 
 }  // namespace megatron::train

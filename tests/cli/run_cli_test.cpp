@@ -72,6 +72,13 @@ TEST(RunCommand, TheSameSeedGivesBitwiseTheSameLossesOnOneAndTwoThreads) {
   EXPECT_EQ(one, two);
 }
 
+TEST(RunCommand, DataWorkersChangeWhereBatchesAreBuiltNotTheLosses) {
+  const std::string args = "training.train_iters=6 training.micro_batch_size=1 ";
+  const auto inline_loading = losses(args + "data.num_workers=0");
+  ASSERT_EQ(inline_loading.size(), 6u);
+  EXPECT_EQ(losses(args + "data.num_workers=3"), inline_loading);
+}
+
 TEST(RunCommand, ADifferentSeedGivesDifferentLosses) {
   EXPECT_NE(losses("training.train_iters=2"), losses("training.train_iters=2 training.seed=7"));
 }

@@ -13,6 +13,14 @@ TEST_F(RecipeTest, HeadsMustDivideByTensorParallelSize) {
                      "among 1, 2, 4");
 }
 
+TEST_F(RecipeTest, AttentionThatStoresTheScoresIsRefusedBecauseTheEngineHasNone) {
+  EXPECT_EQ(error_of(kMinimalRecipe, {"model.flash_attention=false"}),
+            "override 'model.flash_attention=false': model.flash_attention: false asks for "
+            "attention that stores the sequence x sequence scores, which this engine does not "
+            "have: it always runs the memory-efficient kernel (same results, less memory); remove "
+            "the key or set it to true");
+}
+
 TEST_F(RecipeTest, LayersMustDivideByPipelineStages) {
   EXPECT_EQ(error_of(kMinimalRecipe, {"parallel.pipeline=3", "cluster.gpus_per_node=3"}),
             "override 'parallel.pipeline=3': model.num_layers (4) do not split evenly over "
