@@ -16,6 +16,7 @@
 #include "core/parallelism.hpp"
 #include "dist/launcher.hpp"
 #include "recipe/compile.hpp"
+#include "recipe/smoke.hpp"
 #include "train/trainer.hpp"
 
 namespace megatron::cli {
@@ -30,6 +31,7 @@ struct RunArgs {
   int nproc = 0;
   std::string device;
   bool force = false;
+  bool smoke = false;
 };
 
 // Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
@@ -88,6 +90,13 @@ void refuse_earlier_run_dir(const RunArgs& args, const recipe::CompiledRecipe& c
 }
 
 void run(RunArgs args) {
+  if (args.smoke) {
+    if (args.nproc > 1) throw UserError("--smoke runs on one process: drop --nproc");
+    // The recipe as the user gave it decides what its smoke run keeps.
+    const recipe::CompiledRecipe as_given = recipe::compile(
+        args.file, recipe::CompileOptions{.overrides = args.overrides, .world_from_layout = true});
+    for (std::string& o : recipe::smoke_overrides(as_given.recipe)) args.overrides.push_back(std::move(o));
+  }
   // --device is cluster.device, so mpirun's ranks and the saved recipe see it as an override.
   if (!args.device.empty()) args.overrides.push_back("cluster.device=" + args.device);
   const int world = job_world_size(args.nproc);
@@ -133,6 +142,9 @@ void add_run_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--nproc", args->nproc,
                   "Start a local job of this many ranks (mpirun -np N) for the recipe's layout")
       ->check(parallelism("processes"));
+  cmd->add_flag("--smoke", args->smoke,
+                "Check the recipe on this CPU: its model shrunk to 2 layers of width 64, one "
+                "rank, mock data, 3 iterations, no checkpoints (see docs/training.md)");
   cmd->add_flag("--force", args->force,
                 "Write into a run directory that holds an earlier run's metrics (appending to "
                 "metrics.jsonl) although this run does not resume from its checkpoint");
