@@ -1,6 +1,9 @@
 #include "train/mock_data.hpp"
 
 #include <numeric>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tensor/philox.hpp"
@@ -17,17 +20,24 @@ std::array<uint32_t, 4> words(uint64_t seed, uint64_t a, uint64_t b) {
 
 constexpr uint32_t kJumpOneIn = 16;
 
+// The affine map of a seed over v ids: a coprime to v.
+std::pair<uint64_t, uint64_t> affine_map(uint64_t seed, uint64_t v) {
+  const auto w = words(seed, ~0ull, ~0ull);
+  uint64_t multiplier = 1 + w[0] % std::max<uint64_t>(v - 1, 1);
+  while (std::gcd(multiplier, v) != 1) ++multiplier;
+  return {multiplier, w[1] % v};
+}
+
+// Draws as a fraction in [0, 1).
+double unit(uint32_t word) { return word / 4294967296.0; }
+
 }  // namespace
 
 MockGptSource::MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split,
                              int64_t size)
     : seq_length_(seq_length), vocab_size_(vocab_size), seed_(seed), split_(split), size_(size) {
   // The permutation belongs to the seed, not the split: validation tests the same map.
-  const auto w = words(seed, ~0ull, ~0ull);
-  const uint64_t v = uint64_t(vocab_size);
-  multiplier_ = 1 + w[0] % std::max<uint64_t>(v - 1, 1);
-  while (std::gcd(multiplier_, v) != 1) ++multiplier_;
-  offset_ = w[1] % v;
+  std::tie(multiplier_, offset_) = affine_map(seed, uint64_t(vocab_size));
 }
 
 data::Sample MockGptSource::sample(int64_t i) const {
@@ -41,6 +51,68 @@ data::Sample MockGptSource::sample(int64_t i) const {
     window[t] = static_cast<int32_t>(token);
   }
   return data::make_gpt_sample(window, {});
+}
+
+MockBertSource::MockBertSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split,
+                               int64_t size, bool binary_head)
+    : seq_length_(seq_length), words_(vocab_size - kFirstWord), seed_(seed), split_(split),
+      size_(size), binary_head_(binary_head) {
+  if (seq_length < 5 || words_ < 2)
+    throw std::invalid_argument("MockBertSource: needs 5 positions and 2 word ids");
+  std::tie(multiplier_, offset_) = affine_map(seed, uint64_t(words_));
+}
+
+data::Sample MockBertSource::sample(int64_t i) const {
+  const uint64_t v = uint64_t(words_);
+  const int64_t s = seq_length_;
+  const uint64_t stream = (uint64_t(split_) << 48) ^ uint64_t(i) ^ (1ull << 47);
+  const auto head = words(seed_, stream, ~0ull);
+  // Megatron's short_seq_prob 0.1: a shorter target length, padded.
+  const int64_t length = unit(head[0]) < 0.1 ? 5 + int64_t(head[1] % uint64_t(s - 4)) : s;
+  const int64_t content = length - 3;
+  const int64_t first_len = 1 + int64_t(head[2] % uint64_t(std::max<int64_t>(content - 1, 1)));
+  const bool swapped = binary_head_ && (head[3] & 1u);
+
+  std::vector<int32_t> walk(static_cast<size_t>(content));
+  uint64_t token = 0;
+  for (int64_t t = 0; t < content; ++t) {
+    const auto w = words(seed_, stream, uint64_t(t));
+    token = (t == 0 || w[0] % kJumpOneIn == 0) ? w[1] % v : (multiplier_ * token + offset_) % v;
+    walk[size_t(t)] = kFirstWord + int32_t(token);
+  }
+  std::vector<int32_t> a(walk.begin(), walk.begin() + first_len), b(walk.begin() + first_len, walk.end());
+  if (swapped) std::swap(a, b);
+
+  data::Sample out;
+  out.tokens.reserve(size_t(s));
+  out.tokens.push_back(kCls);
+  out.token_types.push_back(0);
+  for (int32_t t : a) out.tokens.push_back(t), out.token_types.push_back(0);
+  out.tokens.push_back(kSep);
+  out.token_types.push_back(0);
+  for (int32_t t : b) out.tokens.push_back(t), out.token_types.push_back(1);
+  out.tokens.push_back(kSep);
+  out.token_types.push_back(1);
+  out.tokens.resize(size_t(s), kPad);
+  out.token_types.resize(size_t(s), 0);
+  out.labels.assign(size_t(s), 0);
+  out.loss_mask.assign(size_t(s), 0.0f);
+  for (int64_t p = 0; p < length; ++p) {
+    const int32_t id = out.tokens[size_t(p)];
+    if (id < kFirstWord) continue;
+    const auto w = words(seed_, stream ^ (1ull << 46), uint64_t(p));
+    if (unit(w[0]) >= 0.15) continue;
+    out.labels[size_t(p)] = id;
+    out.loss_mask[size_t(p)] = 1.0f;
+    const double how = unit(w[1]);
+    if (how < 0.8) out.tokens[size_t(p)] = kMask;
+    else if (how < 0.9) out.tokens[size_t(p)] = kFirstWord + int32_t(w[2] % v);
+  }
+  out.position_ids.resize(size_t(s));
+  std::iota(out.position_ids.begin(), out.position_ids.end(), 0);
+  out.valid_length = int32_t(length);
+  out.sentence_order = binary_head_ ? int32_t(swapped) : -1;
+  return out;
 }
 
 }  // namespace megatron::train

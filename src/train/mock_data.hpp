@@ -1,7 +1,8 @@
-// Synthetic GPT samples for `data.mock: true`: walks through the vocabulary along one fixed
-// affine permutation (t -> a t + b mod V, a coprime to V), jumping to a random token about
-// every 16 steps. A model learns the map within tens of iterations, so the loss falls well
-// below log(V) without any dataset on disk. Sample i is a pure function of (seed, split, i).
+// Synthetic samples for `data.mock: true`: walks through the vocabulary along one fixed affine
+// permutation (t -> a t + b mod V, a coprime to V), jumping to a random token about every 16
+// steps. A model learns the map within tens of iterations, so the loss falls well below log(V)
+// without any dataset on disk. Sample i is a pure function of (seed, split, i). GPT reads the
+// walk as it is; BERT gets it as two segments, masked as Megatron masks.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,28 @@ class MockGptSource final : public data::SampleSource {
   uint64_t seed_;
   int split_;
   int64_t size_;
+  uint64_t multiplier_ = 1, offset_ = 0;
+};
+
+// BERT-shaped: [CLS] A [SEP] B [SEP] and padding, A and B consecutive stretches of one walk
+// over ids 4..V-1 (ids 0-3 are [PAD], [CLS], [SEP], [MASK]); one sample in ten shorter than S
+// (padded, with its padding mask); with the binary head the segments are swapped half the time
+// (the sentence-order target); 15% of the segment tokens are scored, of which 80% read [MASK],
+// 10% a random id and 10% themselves.
+class MockBertSource final : public data::SampleSource {
+ public:
+  static constexpr int32_t kPad = 0, kCls = 1, kSep = 2, kMask = 3, kFirstWord = 4;
+  MockBertSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split, int64_t size,
+                 bool binary_head);
+  int64_t size() const override { return size_; }
+  data::Sample sample(int64_t i) const override;
+
+ private:
+  int64_t seq_length_, words_;  // words_: ids kFirstWord .. vocab_size - 1
+  uint64_t seed_;
+  int split_;
+  int64_t size_;
+  bool binary_head_;
   uint64_t multiplier_ = 1, offset_ = 0;
 };
 

@@ -180,9 +180,12 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
   const int64_t vocab = r.model.vocab_size;
   const bool bert = r.model.arch == recipe::Arch::Bert;
   if (r.data.mock && bert) {
-    throw UserError(compiled.file + ": data.mock: synthetic data is GPT-shaped; BERT trains on "
-                                    "sentence-split data (`megatron preprocess --split-sentences`, "
-                                    "see docs/bert.md)");
+    const bool nsp = r.model.bert_binary_head;
+    return {.train = std::make_shared<MockBertSource>(r.data.seq_length, vocab, r.training.seed, 0,
+                                                       train_samples, nsp),
+            .valid = std::make_shared<MockBertSource>(r.data.seq_length, vocab, r.training.seed, 1,
+                                                       valid_samples, nsp),
+            .description = "mock (masked random phrases in two segments)"};
   }
   if (r.data.mock) {
     return {.train = std::make_shared<MockGptSource>(r.data.seq_length, vocab, r.training.seed, 0,

@@ -235,11 +235,5 @@ TEST(BertBadInput, AVocabularyWithoutBertTokensIsRefusedNamingIt) {
   EXPECT_NE(r.err.find(vocab), std::string::npos) << r.err;
 }
 
-TEST(BertBadInput, MockDataIsRefusedWithWhatToDoInstead) {
-  const CommandResult r = run_megatron("run --threads 1 " + bert_model() + "data.mock=true");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--split-sentences"), std::string::npos) << r.err;
-}
-
 }  // namespace
 }  // namespace megatron::cli
