@@ -11,6 +11,7 @@
 
 #include "cli/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "cli/tiny_job.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -78,7 +79,7 @@ TEST(Finetune, AClassifierTrainsFromAPretrainedCheckpointAndReportsAccuracy) {
   std::map<std::string, double> scores[2];
   for (int procs = 1; procs <= 2; ++procs) {
     const auto json = dir.path() / ("eval" + std::to_string(procs) + ".json");
-    const CommandResult e = run_megatron("eval " + (dir.path() / "clf").string() + " --task classification --data " +
+    const CommandResult e = run_job("eval " + (dir.path() / "clf").string() + " --task classification --data " +
                                          valid + " --batch-size 5 --json " + json.string() +
                                          (procs == 2 ? " --nproc 2" : " --threads 1"));
     ASSERT_EQ(e.exit_code, 0) << e.err;
