@@ -41,6 +41,21 @@ void require_text(const std::string& text, const std::string& path, int64_t line
   if (text.empty()) throw UserError(fmt::format("{}:{}: column {} holds no text", path, line, column + 1));
 }
 
+// The ids padded to seq_length with `pad`, no token scored (only the label is), positions
+// 0..seq_length-1; valid_length is where the padding starts.
+Sample padded_sample(std::vector<int32_t> ids, int64_t seq_length, int32_t pad, int32_t label) {
+  Sample s;
+  s.valid_length = int32_t(ids.size());
+  ids.resize(size_t(seq_length), pad);
+  s.tokens = std::move(ids);
+  s.labels.assign(size_t(seq_length), 0);
+  s.loss_mask.assign(size_t(seq_length), 0.0f);
+  s.position_ids.resize(size_t(seq_length));
+  for (int64_t i = 0; i < seq_length; ++i) s.position_ids[size_t(i)] = int32_t(i);
+  s.sentence_order = label;
+  return s;
+}
+
 }  // namespace
 
 std::string clean_text(std::string text) {
@@ -208,19 +223,11 @@ Sample bert_classification_sample(const LabelledText& row, const Tokenizer& toke
     ids.push_back(*special.sep);
     types.push_back(pair ? 1 : 0);
   }
-  Sample s;
-  s.valid_length = int32_t(ids.size());
-  ids.resize(size_t(seq_length), *special.pad);
+  Sample s = padded_sample(std::move(ids), seq_length, *special.pad, row.label);
   // Megatron pads the types with [PAD]'s id, 0 in BERT's vocabularies; 0 here whatever the
   // vocabulary, since a type indexes the two-row token-type embedding (and padding is masked).
   types.resize(size_t(seq_length), 0);
-  s.tokens = std::move(ids);
   s.token_types = std::move(types);
-  s.labels.assign(size_t(seq_length), 0);
-  s.loss_mask.assign(size_t(seq_length), 0.0f);
-  s.position_ids.resize(size_t(seq_length));
-  for (int64_t i = 0; i < seq_length; ++i) s.position_ids[size_t(i)] = int32_t(i);
-  s.sentence_order = row.label;
   return s;
 }
 
@@ -229,16 +236,7 @@ Sample gpt_classification_sample(const LabelledText& row, const Tokenizer& token
   std::vector<int32_t> ids = tokenizer.encode(row.text_b.empty() ? row.text_a : row.text_a + "\n" + row.text_b);
   if (ids.empty()) ids.push_back(eod);  // an empty text: the classifier reads the end token
   if (int64_t(ids.size()) > seq_length) ids.resize(size_t(seq_length));
-  Sample s;
-  s.valid_length = int32_t(ids.size());
-  ids.resize(size_t(seq_length), eod);
-  s.tokens = std::move(ids);
-  s.labels.assign(size_t(seq_length), 0);
-  s.loss_mask.assign(size_t(seq_length), 0.0f);
-  s.position_ids.resize(size_t(seq_length));
-  for (int64_t i = 0; i < seq_length; ++i) s.position_ids[size_t(i)] = int32_t(i);
-  s.sentence_order = row.label;
-  return s;
+  return padded_sample(std::move(ids), seq_length, eod, row.label);
 }
 
 ClassificationSource::ClassificationSource(std::shared_ptr<const ClassificationSet> set,
