@@ -3,7 +3,7 @@
 # Idempotent: when every package is present it only checks, in well under a second.
 # `--test` adds what only the test suite needs: Debian's PyTorch and NumPy, the independent
 # reference the whole-model tests compare against, and h5py, which reads checkpoints as any
-# HDF5 user would. `--fuzz` adds clang with libFuzzer and its OpenMP (scripts/fuzz.sh).
+# HDF5 user would, and Slurm with munge for the `megatron submit` tests. `--fuzz` adds clang with libFuzzer and its OpenMP (scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(
@@ -14,7 +14,8 @@ packages=(
   libhdf5-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(python3-torch python3-numpy python3-h5py)
+  # slurm-wlm and munge: the Slurm tests start a real Slurm on this machine (slurm-local.sh).
+  packages+=(python3-torch python3-numpy python3-h5py slurm-wlm munge)
 fi
 if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang libclang-rt-dev libomp-dev)

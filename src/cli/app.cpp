@@ -47,6 +47,7 @@ int run(int argc, char** argv) {
   add_recipe_commands(app, actions);
   add_plan_command(app, actions);
   add_run_command(app, actions);
+  add_submit_command(app, actions);
   add_data_pipeline_commands(app, actions);
   add_tokenizer_command(app, actions);
   add_checkpoint_commands(app, actions);
@@ -85,6 +86,8 @@ int run(int argc, char** argv) {
     // A command group (`megatron recipe`) without its subcommand.
     std::cout << app.get_subcommands().front()->help();
     return kExitBadInput;
+  } catch (const ExitCode& e) {
+    return e.code;
   } catch (const UserError& e) {
     return report_in_job(e.what(), kExitBadInput);
   } catch (const RuntimeFailure& e) {

@@ -12,11 +12,19 @@ namespace megatron::cli {
 
 using Actions = std::vector<std::pair<CLI::App*, std::function<void()>>>;
 
+// Thrown by a command that ends as it should but must tell its caller something through the
+// exit code (`megatron run --stopped-exit-code`); nothing is printed.
+struct ExitCode {
+  int code = 0;
+};
+
 void add_recipe_commands(CLI::App& app, Actions& actions);
 // `megatron recipe from-megatron`, under the recipe group (from_megatron_command.cpp).
 void add_from_megatron_command(CLI::App& recipe_group, Actions& actions);
 void add_plan_command(CLI::App& app, Actions& actions);
 void add_run_command(CLI::App& app, Actions& actions);
+// `megatron submit` (submit_command.cpp).
+void add_submit_command(CLI::App& app, Actions& actions);
 // `megatron eval` (eval_command.cpp).
 void add_eval_command(CLI::App& app, Actions& actions);
 // preprocess, tokenize, data inspect, data merge

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
 #include "cli/local_job.hpp"
+#include "cli/run_dir.hpp"
 #include "ckpt/directory.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -32,6 +33,7 @@ struct RunArgs {
   std::string device;
   bool force = false;
   bool smoke = false;
+  int stopped_exit_code = 0;
 };
 
 // Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
@@ -55,6 +57,10 @@ struct RunArgs {
     argv.push_back("--time-limit");
     argv.push_back(fmt::format("{}", *args.time_limit));
   }
+  if (args.stopped_exit_code != 0) {
+    argv.push_back("--stopped-exit-code");
+    argv.push_back(std::to_string(args.stopped_exit_code));
+  }
   // The run directory was checked here, before any rank started.
   argv.push_back("--force");
   exec_local_job(args.nproc, argv);
@@ -67,26 +73,6 @@ void require_one_rank(const std::string& file, const recipe::CompileOptions& opt
   own.world_from_layout = true;
   const recipe::CompiledRecipe wanted = recipe::compile(file, own);
   if (wanted.derived.world_size != 1) throw train::wrong_rank_count(wanted, 1);
-}
-
-// A run directory that already holds an earlier run's metrics is only written into by the run
-// that continues it (its checkpoint.save holds a checkpoint to resume) or with --force: two
-// runs' lines in one metrics.jsonl would read as one run.
-void refuse_earlier_run_dir(const RunArgs& args, const recipe::CompiledRecipe& compiled) {
-  if (args.force) return;
-  const auto& logging = compiled.recipe.logging;
-  const std::string dir = !args.run_dir.empty() ? args.run_dir : logging.run_dir.value_or("");
-  if (dir.empty()) return;  // the default is a new directory named for the time
-  const std::filesystem::path metrics = std::filesystem::path(dir) / "metrics.jsonl";
-  std::error_code ec;
-  if (std::filesystem::file_size(metrics, ec) == 0 || ec) return;
-  const auto& save = compiled.recipe.checkpoint.save;
-  if (save && ckpt::resolve_checkpoint(*save)) return;  // this run resumes that one
-  throw UserError(fmt::format(
-      "run directory {} already holds an earlier run's metrics ({}), and this run does not "
-      "resume from a checkpoint: choose another --run-dir (or logging.run_dir), remove it, or "
-      "pass --force to append to it",
-      dir, metrics.string()));
 }
 
 void run(RunArgs args) {
@@ -107,7 +93,11 @@ void run(RunArgs args) {
   }
   if (world == 1) require_one_rank(args.file, options);
   const recipe::CompiledRecipe compiled = recipe::compile(args.file, options);
-  if (launch.rank == 0) refuse_earlier_run_dir(args, compiled);
+  if (launch.rank == 0 && !args.force) {
+    const std::string dir = !args.run_dir.empty() ? args.run_dir : compiled.recipe.logging.run_dir.value_or("");
+    // The default is a new directory named for the time.
+    if (!dir.empty()) refuse_earlier_run_dir(dir, compiled);
+  }
   if (args.nproc > 1) launch_local_job(args, compiled);
   train::TrainOptions train_options{.threads = args.threads, .overrides = args.overrides};
   if (!args.run_dir.empty()) train_options.run_dir = args.run_dir;
@@ -115,7 +105,9 @@ void run(RunArgs args) {
   std::stringstream text;
   text << in.rdbuf();
   train_options.recipe_text = text.str();
-  train::train(compiled, train_options);
+  const train::TrainResult result = train::train(compiled, train_options);
+  if (result.stopped_with_checkpoint && args.stopped_exit_code != 0)
+    throw ExitCode{args.stopped_exit_code};
 }
 
 }  // namespace
@@ -145,6 +137,11 @@ void add_run_command(CLI::App& app, Actions& actions) {
   cmd->add_flag("--smoke", args->smoke,
                 "Check the recipe on this CPU: its model shrunk to 2 layers of width 64, one "
                 "rank, mock data, 3 iterations, no checkpoints (see docs/training.md)");
+  cmd->add_option("--stopped-exit-code", args->stopped_exit_code,
+                  "Exit with this code instead of 0 when a stop signal or the time limit ended "
+                  "training before its end after saving a checkpoint (megatron submit's batch "
+                  "script requeues the job on it)")
+      ->check(CLI::Range(3, 125));
   cmd->add_flag("--force", args->force,
                 "Write into a run directory that holds an earlier run's metrics (appending to "
                 "metrics.jsonl) although this run does not resume from its checkpoint");

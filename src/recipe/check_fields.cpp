@@ -166,15 +166,7 @@ void check_fields(const Recipe& r, const Locator& where) {
     fail_at(where.at("precision.min_loss_scale"),
             "precision.min_loss_scale is above initial_loss_scale");
 
-  if (r.cluster.time_limit) {
-    static const std::regex slurm_time(
-        R"(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})");
-    if (!fits_a_regex(*r.cluster.time_limit) ||
-        !std::regex_match(*r.cluster.time_limit, slurm_time))
-      fail_at(where.at("cluster.time_limit"),
-              "cluster.time_limit '" + printable(*r.cluster.time_limit) +
-                  "' is not a Slurm time: use MM, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
-  }
+  check_slurm_fields(r, where);
 }
 
 }  // namespace megatron::recipe

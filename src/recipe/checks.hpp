@@ -42,6 +42,10 @@ auto at_key(const Locator& where, const std::string& path, F&& compute) -> declt
 
 // Field combinations that are invalid whatever the world (exclusive options, list lengths).
 void check_fields(const Recipe& recipe, const Locator& where);
+// The cluster keys `megatron submit` writes into a batch script (check_slurm.cpp).
+void check_slurm_fields(const Recipe& recipe, const Locator& where);
+// A Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) in seconds; nullopt if not one.
+std::optional<int64_t> slurm_time_seconds(const std::string& text);
 
 // Derives world-dependent and implied values, checking divisibility on the way.
 Derived derive(const Recipe& recipe, const Locator& where, std::optional<int64_t> world_size);

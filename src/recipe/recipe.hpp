@@ -179,6 +179,19 @@ struct ClusterSection {
   std::optional<std::string> partition;
   std::optional<std::string> account;
   std::optional<std::string> time_limit;         // Slurm format, e.g. 2-00:00:00
+  // What `megatron submit` writes into the batch script (docs/slurm.md).
+  std::optional<std::string> job_name;           // unset: the recipe file's stem
+  std::optional<std::string> qos;
+  std::optional<std::string> constraint;
+  bool exclusive = false;
+  std::optional<int64_t> cpus_per_task;
+  std::optional<std::string> mail_user;
+  std::optional<std::string> mail_type;          // e.g. END,FAIL
+  bool requeue = true;                           // save and requeue on the time-limit signal
+  int64_t signal_seconds = 300;                  // --signal=USR1@N before the time limit
+  std::vector<std::string> sbatch;               // further sbatch options, one per entry
+  std::vector<std::string> srun;                 // further srun options
+  std::vector<std::string> setup;                // shell lines run before srun
 };
 
 struct Recipe {

@@ -401,6 +401,36 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(c("time_limit", &S::time_limit,
                     "Slurm time limit: MM, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS.",
                     derived("the partition's limit")));
+    out.push_back(c("job_name", &S::job_name, "Slurm job name.", derived("the recipe file's name")));
+    out.push_back(c("qos", &S::qos, "Slurm quality of service.", derived("the account's default")));
+    out.push_back(c("constraint", &S::constraint, "Slurm node features the job needs, e.g. h100&ib.",
+                    derived("any node")));
+    out.push_back(c("exclusive", &S::exclusive, "Whole nodes for the job (sbatch --exclusive)."));
+    out.push_back(c("cpus_per_task", &S::cpus_per_task,
+                    "CPUs Slurm gives each rank; the ranks use that many threads.",
+                    derived("Slurm's default (1)", up_to(kMaxThreads))));
+    out.push_back(c("mail_user", &S::mail_user, "Where Slurm mails about the job.",
+                    derived("the submitting user")));
+    out.push_back(c("mail_type", &S::mail_type,
+                    "Which events Slurm mails about: comma-separated NONE, BEGIN, END, FAIL, "
+                    "REQUEUE, ALL, TIME_LIMIT, TIME_LIMIT_90, TIME_LIMIT_80, TIME_LIMIT_50.",
+                    derived("no mail")));
+    out.push_back(c("requeue", &S::requeue,
+                    "When the time-limit signal (or another stop signal) stops training before "
+                    "its end, the ranks save a checkpoint and the job requeues itself to resume "
+                    "from it; needs checkpoint.save."));
+    out.push_back(c("signal_seconds", &S::signal_seconds,
+                    "Seconds before the time limit at which Slurm sends the ranks SIGUSR1 to save "
+                    "and stop (sbatch --signal=USR1@N; Slurm may send it up to 60 s earlier).",
+                    Limits{.min = 60, .max = 65535}));
+    out.push_back(c("sbatch", &S::sbatch,
+                    "Further sbatch options, one per entry, as on sbatch's command line, e.g. "
+                    "--reservation=big."));
+    out.push_back(c("srun", &S::srun,
+                    "Further srun options for the ranks' step, e.g. --container-image=IMAGE."));
+    out.push_back(c("setup", &S::setup,
+                    "Shell lines the batch script runs before it starts the ranks, e.g. module "
+                    "load cuda."));
   }
   return out;
 }

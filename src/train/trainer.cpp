@@ -250,6 +250,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     } else {
       run.checkpointer->poll();
     }
+    const bool early = (stop.signal != 0 || stop.out_of_time) && iteration < d.train_iters;
+    result.stopped_with_checkpoint = early && run.checkpointer->saving();
     if (stop.signal != 0) {
       result.stop_reason = fmt::format("stopped by {}{}", signal_name(stop.signal),
                                        run.checkpointer->saving() ? " after saving a checkpoint" : "");

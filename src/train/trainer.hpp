@@ -28,6 +28,9 @@ struct TrainResult {
   std::optional<double> final_val_loss;  // the objective, as `losses`
   std::filesystem::path run_dir;
   std::string stop_reason;
+  // A stop signal or the time limit ended training before its last iteration, after saving a
+  // checkpoint to resume from (a requeued Slurm job continues there).
+  bool stopped_with_checkpoint = false;
   int64_t first_iteration = 1;  // after a checkpoint of iteration N: N + 1
 };
 
