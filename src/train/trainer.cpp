@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <limits>
 
@@ -11,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "dist/fault_injection.hpp"
+#include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
@@ -59,6 +61,16 @@ void log_start(const RunContext& run) {
                r.parallel.distributed_optimizer && g.dp_size > 1 ? ", distributed optimizer" : "",
                r.training.global_batch_size, run.batches.microbatches_at(0),
                r.training.micro_batch_size, c.derived.train_iters);
+  if (dist::launch_info().launcher == "srun") {
+    // Which allocation and attempt these lines belong to: a requeued job keeps its id.
+    const auto env = [](const char* name) {
+      const char* value = std::getenv(name);
+      return std::string(value && *value ? value : "?");
+    };
+    spdlog::info("slurm: job {} (restart {}), step {}, {} node(s): {}", env("SLURM_JOB_ID"),
+                 std::getenv("SLURM_RESTART_COUNT") ? env("SLURM_RESTART_COUNT") : "0",
+                 env("SLURM_STEP_ID"), env("SLURM_STEP_NUM_NODES"), env("SLURM_STEP_NODELIST"));
+  }
   if (g.dp_size > 1) {
     const ParallelOptimizer& o = *run.optimizer;
     spdlog::info("data parallel: gradients in {} bucket{}, each {} while backward runs{}",

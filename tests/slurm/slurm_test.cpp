@@ -22,11 +22,12 @@ namespace fs = std::filesystem;
 
 const std::string kConf = MEGATRON_SLURM_CONF;
 
-// A tiny GPT on mock data, 2 data-parallel ranks of one CPU thread each.
+// A tiny GPT on mock data, 2 data-parallel ranks of one CPU thread each; its 100 iterations
+// (about 25 ms each here) leave the signal time to arrive mid-run.
 const std::string kJob =
-    "recipes/gpt-tiny.yaml model.num_layers=4 model.hidden_size=32 model.num_attention_heads=4 "
-    "model.vocab_size=256 data.seq_length=16 training.micro_batch_size=2 "
-    "training.global_batch_size=8 training.lr_warmup_iters=1 training.train_iters=60 "
+    "recipes/gpt-tiny.yaml model.num_layers=4 model.hidden_size=64 model.num_attention_heads=4 "
+    "model.vocab_size=256 data.seq_length=64 training.micro_batch_size=2 "
+    "training.global_batch_size=8 training.lr_warmup_iters=1 training.train_iters=100 "
     "logging.interval=1 data.mock=true parallel.data=2 cluster.gpus_per_node=2 "
     "cluster.cpus_per_task=1 ";
 
@@ -139,6 +140,8 @@ TEST_F(Slurm, ASignalledJobSavesRequeuesAndFinishesAsIfUninterrupted) {
   EXPECT_EQ(job_field(id, "Restarts"), "1") << output;
   EXPECT_NE(output.find("stopped by SIGUSR1 after saving a checkpoint"), std::string::npos) << output;
   EXPECT_NE(output.find("requeueing job " + id), std::string::npos) << output;
+  EXPECT_NE(output.find("slurm: job " + id + " (restart 1), step 0, 1 node(s)"), std::string::npos)
+      << output;
   expect_same_losses(read_metrics(dir_.path() / "run"));
 }
 
