@@ -41,7 +41,8 @@ void require_plain_path(const fs::path& path, const std::string& what) {
   }
 }
 
-std::string first_line(const std::string& text) {
+// Tools print their answer last (sbatch --test-only, --parsable).
+std::string last_line(const std::string& text) {
   const std::string trimmed = text.substr(0, text.find_last_not_of(" \n\r\t") + 1);
   const size_t end = trimmed.find_last_of('\n');
   return end == std::string::npos ? trimmed : trimmed.substr(end + 1);
@@ -82,6 +83,14 @@ void submit(const SubmitArgs& args) {
   require_plain_path(run_dir, "the run directory");
   require_plain_path(work_dir, "the working directory");
   refuse_earlier_run_dir(run_dir, compiled);
+  if (!r.cluster.job_name) {
+    // The default name is the recipe file's: it must fit an #SBATCH line as a set one does.
+    const std::string stem = fs::path(compiled.file).stem().string();
+    if (stem.empty() || stem.find_first_of(" \t\n\r%'\"`$\\;#") != std::string::npos)
+      throw UserError(fmt::format("the recipe file's name '{}' cannot be a Slurm job name "
+                                  "(spaces, quotes, %, $ or ;): set cluster.job_name=NAME",
+                                  printable(stem)));
+  }
 
   const SbatchRequest request{.megatron = self_path(),
                               .recipe_file = fs::absolute(args.file).lexically_normal(),
@@ -101,7 +110,7 @@ void submit(const SubmitArgs& args) {
     const ProcessResult result = sbatch({"sbatch", "--test-only", tmp.string()});
     fs::remove(tmp);
     // sbatch --test-only answers on stderr either way.
-    const std::string answer = first_line(result.err + result.out);
+    const std::string answer = last_line(result.err + result.out);
     if (result.exit_code != 0)
       throw UserError(fmt::format("Slurm would not accept this job: {}", answer));
     std::cout << answer << "\n";
@@ -120,10 +129,11 @@ void submit(const SubmitArgs& args) {
   const ProcessResult result = sbatch({"sbatch", "--parsable", script_path.string()});
   if (result.exit_code != 0) {
     throw RuntimeFailure(fmt::format("sbatch refused {}: {}", script_path.string(),
-                                     first_line(result.err + result.out)));
+                                     last_line(result.err + result.out)));
   }
   // --parsable prints "jobid" or "jobid;cluster".
-  const std::string id = first_line(result.out).substr(0, first_line(result.out).find(';'));
+  const std::string answer = last_line(result.out);
+  const std::string id = answer.substr(0, answer.find(';'));
   spdlog::info("submitted job {}: {} on {} node(s) x {} rank(s); script {}", id, args.file,
                r.cluster.nodes, r.cluster.gpus_per_node, script_path.string());
   spdlog::info("follow it with: tail -f {}/slurm-{}.out (metrics in {}/metrics.jsonl)",

@@ -89,5 +89,31 @@ TEST(StopSignal, OneCtrlCStopsAtTheIterationBoundaryAndExitsZero) {
   EXPECT_NE(r.log.find("stopped by SIGINT"), std::string::npos) << r.log;
 }
 
+// A long run of a tiny model on mock data, stopped by SIGUSR1 after 3 iterations.
+Stopped usr1_run(const std::string& extra) {
+  test_support::TempDir run_dir;
+  return signal_run(
+      "run --threads 1 recipes/gpt-tiny.yaml model.num_layers=2 model.hidden_size=32 "
+      "model.num_attention_heads=2 model.vocab_size=96 data.seq_length=16 data.mock=true "
+      "training.micro_batch_size=2 training.global_batch_size=4 training.train_iters=100000 "
+      "eval.interval=100000 logging.interval=1 --stopped-exit-code 75 --run-dir " +
+          run_dir.path().string() + " " + extra,
+      "iteration +3/", {"USR1"});
+}
+
+TEST(StopSignal, AnEarlyStopWithACheckpointExitsWithTheStoppedExitCode) {
+  test_support::TempDir ckpt;
+  const Stopped r = usr1_run("checkpoint.save=" + ckpt.path().string());
+  EXPECT_EQ(r.exit_code, 75) << r.log;
+  EXPECT_NE(r.log.find("stopped by SIGUSR1 after saving a checkpoint"), std::string::npos) << r.log;
+}
+
+TEST(StopSignal, AnEarlyStopWithoutACheckpointExitsZeroWhateverTheStoppedExitCode) {
+  // Nothing to resume from: a requeue would start over, so the code does not ask for one.
+  const Stopped r = usr1_run("");
+  EXPECT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_NE(r.log.find("stopped by SIGUSR1"), std::string::npos) << r.log;
+}
+
 }  // namespace
 }  // namespace megatron::cli

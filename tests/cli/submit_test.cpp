@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/run_command.hpp"
+#include "support/temp_dir.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -96,6 +97,22 @@ TEST(Submit, ValuesThatWouldChangeTheScriptAreRefusedAtTheirKey) {
     EXPECT_EQ(r.out, "") << bad;
     EXPECT_NE(r.err.find("megatron: error: override 'cluster."), std::string::npos) << bad << ": " << r.err;
   }
+}
+
+TEST(Submit, ARecipeFileNameThatCannotBeAJobNameAsksForOne) {
+  test_support::TempDir dir;
+  const auto recipe = dir.path() / "my run.yaml";
+  const std::filesystem::path recipes = std::string(MEGATRON_SOURCE_DIR) + "/recipes";
+  std::filesystem::copy_file(recipes / "gpt-tiny.yaml", recipe);
+  std::filesystem::copy(recipes / "base", dir.path() / "base", std::filesystem::copy_options::recursive);
+  const std::string args = "submit '" + recipe.string() +
+                           "' data.mock=true checkpoint.save=/shared/ckpt --run-dir /shared/runs/c --dry-run";
+  const CommandResult refused = run_megatron(args);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("set cluster.job_name=NAME"), std::string::npos) << refused.err;
+  const CommandResult named = run_megatron(args + " cluster.job_name=myrun");
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find("#SBATCH --job-name=myrun\n"), std::string::npos);
 }
 
 TEST(Submit, WithoutSbatchItSaysWhereItRuns) {
