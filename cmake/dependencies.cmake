@@ -16,6 +16,8 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 # Checkpoints: Debian's serial HDF5 (libhdf5-dev), 1.10 or later for virtual datasets.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5>=1.10)
+# `megatron serve`: Debian's cpp-httplib (libcpp-httplib-dev), a compiled library.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 # The CPU backend's GEMMs. Debian's OpenMP build of OpenBLAS shares the backend's OpenMP
 # thread pool; the pthread build would start its own threads beside OpenMP's waiting ones and

@@ -97,6 +97,13 @@ void attention_backward(cudaStream_t stream, Workspace& workspace, const Tensor&
                         const Tensor& out, const Tensor& dout, const Tensor& lse,
                         const AttentionShape& shape, const AttentionOptions& options,
                         Tensor& dqkv);
+// Generation (cached_attention.cu): the new tokens' keys and values into the caches, and the
+// queries after a prefill over the cached keys (one block per query and head).
+void attention_cache_append(cudaStream_t stream, const Tensor& qkv, const AttentionShape& shape,
+                            int64_t start, Tensor& k_cache, Tensor& v_cache);
+void attention_decode(cudaStream_t stream, const Tensor& qkv, const AttentionShape& shape,
+                      int64_t start, float scale, const Tensor& k_cache, const Tensor& v_cache,
+                      Tensor& out);
 
 // --- loss (cross_entropy.cu) -----------------------------------------------------------------
 void cross_entropy_forward(cudaStream_t stream, const Tensor& logits, const Tensor& targets,

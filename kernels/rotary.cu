@@ -42,7 +42,8 @@ constexpr int64_t kMaxHalf = 48 * 1024 / (2 * sizeof(float));
 __global__ void __launch_bounds__(kMaxThreads)
     rotary_kernel(Floats qkv, int64_t batch, int64_t seq, int64_t width, int64_t dim,
                   int64_t per_group, int64_t groups, int64_t half, double base,
-                  int64_t rotary_dim, bool inverse, const __grid_constant__ Frequencies frequencies) {
+                  int64_t rotary_dim, int64_t offset, bool inverse,
+                  const __grid_constant__ Frequencies frequencies) {
   extern __shared__ float table[];
   float* cos_t = table;
   float* sin_t = table + half;
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         i < kHostFrequencies
             ? frequencies.value[i]
             : pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
-    const double angle = static_cast<double>(t) * frequency;
+    const double angle = static_cast<double>(t + offset) * frequency;
     double s = 0.0, c = 0.0;
     sincos(angle, &s, &c);
     cos_t[i] = static_cast<float>(c);
@@ -104,6 +105,7 @@ void rotary(cudaStream_t stream, Tensor& qkv, const AttentionShape& shape,
   const int64_t rotary_dim = options.rotary_dim;
   require(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= shape.head_dim, op,
           "rotary_dim must be even and in (0, head_dim]");
+  require(options.position_offset >= 0, op, "position_offset must not be negative");
   const int64_t half = rotary_dim / 2;
   require(half <= kMaxHalf, op, "rotary_dim must be at most " + std::to_string(2 * kMaxHalf));
   const Floats x = floats(qkv, op, "qkv");
@@ -127,7 +129,8 @@ void rotary(cudaStream_t stream, Tensor& qkv, const AttentionShape& shape,
   const size_t shared = static_cast<size_t>(2 * half) * sizeof(float);
   rotary_kernel<<<grid, threads, shared, stream>>>(x, shape.batch, shape.seq, width,
                                                    shape.head_dim, per_group, shape.groups, half,
-                                                   options.base, rotary_dim, inverse, frequencies);
+                                                   options.base, rotary_dim, options.position_offset,
+                                                   inverse, frequencies);
   check_launch(op);
 }
 

@@ -52,6 +52,7 @@ int run(int argc, char** argv) {
   add_tokenizer_command(app, actions);
   add_checkpoint_commands(app, actions);
   add_eval_command(app, actions);
+  add_generate_command(app, actions);
   app.footer("Docs: docs/ in the source tree (recipes.md, plan.md). Exit codes: 0 ok, "
              "2 bad input, 1 runtime failure.");
 

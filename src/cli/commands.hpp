@@ -27,6 +27,9 @@ void add_run_command(CLI::App& app, Actions& actions);
 void add_submit_command(CLI::App& app, Actions& actions);
 // `megatron eval` (eval_command.cpp).
 void add_eval_command(CLI::App& app, Actions& actions);
+// generate_command.cpp, serve_command.cpp
+void add_generate_command(CLI::App& app, Actions& actions);
+void add_serve_command(CLI::App& app, Actions& actions);
 // preprocess, tokenize, data inspect, data merge
 void add_data_pipeline_commands(CLI::App& app, Actions& actions);
 // tokenizer train

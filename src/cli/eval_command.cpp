@@ -13,6 +13,7 @@
 
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
+#include "cli/checkpoint_job.hpp"
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
 #include "cli/local_job.hpp"
@@ -94,62 +95,6 @@ void name_apart(std::vector<eval::TaskResult>& results) {
   }
 }
 
-// The checkpoint's own recipe for a job of `world` ranks: its model, this machine, and (unless
-// overridden) every rank a data-parallel replica.
-recipe::CompiledRecipe compile_for_eval(const ckpt::CheckpointMeta& meta, const fs::path& dir,
-                                        const EvalArgs& a, int world) {
-  const fs::path file = fs::temp_directory_path() / fmt::format("megatron-eval-{}.yaml", ::getpid());
-  {
-    std::ofstream out(file);
-    out << meta.recipe;
-  }
-  const int64_t batch = std::max<int64_t>(a.batch_size, 1);
-  std::vector<std::string> o{"parallel.tensor=1",
-                             "parallel.pipeline=1",
-                             "parallel.virtual_pipeline=1",
-                             "parallel.context=1",
-                             "parallel.sequence_parallel=false",
-                             "cluster.nodes=1",
-                             "cluster.gpus_per_node=" + std::to_string(world),
-                             "training.global_batch_size=" + std::to_string(batch * world),
-                             "training.micro_batch_size=" + std::to_string(batch)};
-  if (!a.device.empty()) o.push_back("cluster.device=" + a.device);
-  o.insert(o.end(), a.overrides.begin(), a.overrides.end());
-  try {
-    recipe::CompiledRecipe c = recipe::compile(file, {.overrides = o, .world_size = world});
-    fs::remove(file);
-    c.file = (dir / "recipe").string();
-    return c;
-  } catch (...) {
-    fs::remove(file);
-    throw;
-  }
-}
-
-std::unique_ptr<data::Tokenizer> tokenizer_for(const EvalArgs& a, const recipe::Recipe& r) {
-  TokenizerArgs t = a.tokenizer;
-  if (t.type.empty()) t.type = std::string(recipe::name_of(r.data.tokenizer));
-  if (t.files.vocab_file.empty() && r.data.vocab_file && fs::exists(*r.data.vocab_file)) {
-    t.files.vocab_file = *r.data.vocab_file;
-  }
-  if (t.files.merge_file.empty() && r.data.merge_file && fs::exists(*r.data.merge_file)) {
-    t.files.merge_file = *r.data.merge_file;
-  }
-  if (t.files.tokenizer_model.empty() && r.data.tokenizer_model && fs::exists(*r.data.tokenizer_model)) {
-    t.files.tokenizer_model = *r.data.tokenizer_model;
-  }
-  if (t.files.vocab_file.empty() && t.files.tokenizer_model.empty()) {
-    const bool gpt2 = r.data.tokenizer == recipe::Tokenizer::Gpt2Bpe;
-    throw UserError(fmt::format(
-        "the checkpoint's recipe names no tokenizer files this machine has: give {}",
-        gpt2 ? "--vocab-file and --merge-file (e.g. data/tokenizers/gpt2/vocab.json and merges.txt)"
-        : r.data.tokenizer == recipe::Tokenizer::SentencePiece
-            ? "--tokenizer-model (the SentencePiece model it was trained with)"
-            : "--vocab-file (e.g. data/tokenizers/bert-base-uncased/vocab.txt)"));
-  }
-  return t.load();
-}
-
 // `text` into `path` whole or not at all (through a temporary beside it); on failure the
 // directories this run created are removed too.
 void write_whole(const std::string& path, const std::string& text, const std::vector<fs::path>& created) {
@@ -174,14 +119,16 @@ void run_eval(const EvalArgs& a) {
   const bool rank0 = launch.rank == 0;
   if (!rank0) spdlog::set_level(spdlog::level::warn);
   const ckpt::CheckpointReader reader(*dir);
-  const recipe::CompiledRecipe compiled = compile_for_eval(reader.meta(), *dir, a, world);
+  const recipe::CompiledRecipe compiled = compile_for_checkpoint(
+      reader.meta(), *dir,
+      {.world = world, .batch = std::max<int64_t>(a.batch_size, 1), .device = a.device, .overrides = a.overrides});
   const recipe::ParallelSection& layout = compiled.recipe.parallel;
   if (layout.context != 1 || layout.sequence_parallel) {
     throw UserError("eval runs tensor-, pipeline- and data-parallel layouts: set parallel.context=1 "
                     "and parallel.sequence_parallel=false (any layout's checkpoint loads into any "
                     "of them)");
   }
-  const auto tokenizer = tokenizer_for(a, compiled.recipe);
+  const auto tokenizer = checkpoint_tokenizer(a.tokenizer, compiled.recipe);
   // A token id past the model's vocabulary would index past its embedding.
   if (tokenizer->vocab_size() > compiled.recipe.model.vocab_size) {
     throw UserError(fmt::format("{}: the tokenizer has {} tokens but the model {}: give the "

@@ -1,5 +1,7 @@
 #include "model/language_model.hpp"
 
+#include <stdexcept>
+
 namespace megatron::model {
 
 using tensor::Tensor;
@@ -134,6 +136,44 @@ Losses LanguageModel::forward(const Pass& pass, const Batch& batch, Activations*
 void LanguageModel::backward(const Pass& pass, const Batch& batch, Activations& saved,
                              LossGrads grads) const {
   backward_chunk(pass, 0, batch, {}, saved, grads);
+}
+
+KvCache LanguageModel::make_cache(tensor::Backend& b, int64_t batch, int64_t capacity) const {
+  if (!embedding_ || !lm_head_ || blocks_.size() != 1 || !config_.causal) {
+    throw std::logic_error("generation needs a whole causal language model on each rank");
+  }
+  KvCache cache{.batch = batch, .capacity = capacity, .layers = {}};
+  for (const auto& block : blocks_[0]) {
+    cache.layers.push_back(block->make_cache(b, batch, capacity));
+  }
+  return cache;
+}
+
+std::vector<float> LanguageModel::decode(tensor::Backend& b, const std::vector<int32_t>& tokens,
+                                         int64_t seq, int64_t start, KvCache& cache,
+                                         const std::vector<int32_t>& logit_rows,
+                                         int64_t vocab) const {
+  const int64_t rows = cache.batch * seq;
+  if (int64_t(tokens.size()) != rows || start < 0 || start + seq > cache.capacity ||
+      cache.layers.size() != blocks_[0].size()) {
+    throw std::logic_error("decode: tokens or positions do not match the cache");
+  }
+  Batch batch{.batch = cache.batch, .seq = seq};
+  batch.tokens = b.empty({rows}, tensor::DType::I32);
+  b.write(batch.tokens, tokens.data());
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) positions[size_t(i)] = int32_t(start + i % seq);
+  batch.positions = b.empty({rows}, tensor::DType::I32);
+  b.write(batch.positions, positions.data());
+  Tensor x = embedding_->forward({.backend = b, .training = false}, batch);
+  for (size_t i = 0; i < blocks_[0].size(); ++i) {
+    x = blocks_[0][i]->forward_cached(b, x, cache.batch, seq, start, cache.layers[i]);
+  }
+  Norm::Saved norm;
+  const Tensor y = final_norm_->forward(b, x, norm);
+  Tensor picked = b.empty({int64_t(logit_rows.size())}, tensor::DType::I32);
+  b.write(picked, logit_rows.data());
+  return lm_head_->logits(b, y, picked, vocab);
 }
 
 }  // namespace megatron::model

@@ -10,6 +10,7 @@
 #include "model/batch.hpp"
 #include "model/binary_head.hpp"
 #include "model/embedding.hpp"
+#include "model/kv_cache.hpp"
 #include "model/lm_head.hpp"
 #include "model/losses.hpp"
 #include "model/model_config.hpp"
@@ -72,6 +73,18 @@ class LanguageModel {
   Losses forward(const Pass& pass, const Batch& batch, Activations* saved,
                  HeadOutputs* outputs = nullptr) const;
   void backward(const Pass& pass, const Batch& batch, Activations& saved, LossGrads grads) const;
+
+  // Generation (a whole causal language model on this rank's tensor-parallel shard: one
+  // pipeline stage, no sequence parallelism). A cache for `batch` sequences of up to `capacity`
+  // positions.
+  KvCache make_cache(tensor::Backend& backend, int64_t batch, int64_t capacity) const;
+  // Runs `tokens` (host, batch-major [batch * seq]) at positions start..start + seq - 1 after the
+  // cache's first `start`, adding them to the cache; returns the logits (f32 [n, vocab], host,
+  // the same on every tensor-parallel rank) of the rows `logit_rows` (indices b * seq + t) over
+  // the first `vocab` columns.
+  std::vector<float> decode(tensor::Backend& backend, const std::vector<int32_t>& tokens,
+                            int64_t seq, int64_t start, KvCache& cache,
+                            const std::vector<int32_t>& logit_rows, int64_t vocab) const;
 
  private:
   // `position`: the block's place among this rank's blocks (the recompute count is per stage).

@@ -96,6 +96,42 @@ void LmHead::score(tensor::Backend& b, const Tensor& features, HeadOutputs& o) c
   }
 }
 
+std::vector<float> LmHead::logits(tensor::Backend& b, const Tensor& x, const Tensor& rows,
+                                  int64_t vocab) const {
+  const int64_t n = rows.numel();
+  Tensor features = b.empty({n, x.dim(1)}, x.dtype());
+  b.embedding_forward(rows, x, features);  // a gather of rows
+  if (dense_) {
+    Tensor dense = dense_->forward(b, features);
+    Tensor act = b.empty(dense.shape(), dense.dtype());
+    b.gelu_forward(dense, act, false);
+    Norm::Saved saved;
+    features = norm_->forward(b, act, saved);
+  }
+  const int64_t shard = output_.value.dim(0);
+  Tensor mine = b.empty({n, shard}, DType::F32);
+  b.gemm(features, false, output_.value, true, mine);
+  if (bias_) {
+    Tensor bias = b.empty({shard}, DType::F32);
+    b.copy(bias_->value, bias);
+    b.bias_add(mine, bias);
+  }
+  Tensor all = mine;
+  if (tp_.active()) {
+    all = b.empty({tp_.size * n * shard}, DType::F32);
+    tp_.group->all_gather(mine, all);
+  }
+  const std::vector<float> gathered = tensor::to_floats(b, all);  // [tp][n][shard]
+  std::vector<float> out(size_t(n * vocab));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t r = 0; r < tp_.size; ++r) {
+      const int64_t first = r * shard, count = std::clamp<int64_t>(vocab - first, 0, shard);
+      std::copy_n(gathered.begin() + (r * n + i) * shard, count, out.begin() + i * vocab + first);
+    }
+  }
+  return out;
+}
+
 void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHeadSaved* saved,
                      Losses& losses, HeadOutputs* outputs) const {
   tensor::Backend& b = pass.backend;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "model/batch.hpp"
 #include "model/linear.hpp"
@@ -32,6 +33,11 @@ class LmHead {
   // null `saved` nothing is kept (evaluation).
   void forward(const Pass& pass, const Batch& batch, const tensor::Tensor& x, LmHeadSaved* saved,
                Losses& losses, HeadOutputs* outputs) const;
+  // Generation: the logits of `rows` (i32 [n] indices into x, this rank's final-norm output of
+  // the whole batch) over the first `vocab` columns, f32 [n, vocab] on the host, every
+  // tensor-parallel rank getting all of them (the shards are all-gathered).
+  std::vector<float> logits(tensor::Backend& backend, const tensor::Tensor& x,
+                            const tensor::Tensor& rows, int64_t vocab) const;
   // Starts from sum_i token_grad * loss_mask_i * loss_i; consumes `saved`; returns dx.
   tensor::Tensor backward(const Pass& pass, const Batch& batch, LmHeadSaved& saved,
                           float token_grad) const;

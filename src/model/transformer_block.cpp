@@ -1,6 +1,7 @@
 #include "model/transformer_block.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "model/parameter_names.hpp"
 
@@ -116,6 +117,49 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   saved.ln2 = std::move(ln2);
   saved.fc1 = std::move(fc1);
   saved.act = std::move(act);
+  return y;
+}
+
+LayerCache TransformerBlock::make_cache(tensor::Backend& b, int64_t batch, int64_t capacity) const {
+  const tensor::Shape shape{batch, groups_, capacity, config_.head_dim};
+  return {.k = b.zeros(shape, config_.dtype), .v = b.zeros(shape, config_.dtype)};
+}
+
+Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int64_t batch,
+                                        int64_t seq, int64_t start, LayerCache& cache) const {
+  if (tp_.sequence_parallel) {
+    throw std::logic_error("forward_cached: generation runs without sequence parallelism");
+  }
+  const tensor::AttentionShape shape{
+      .batch = batch, .seq = seq, .heads = heads_, .groups = groups_, .head_dim = config_.head_dim};
+  const int64_t rows = batch * seq;
+  Norm::Saved norm1;
+  Tensor qkv = qkv_.forward(b, norm1_.forward(b, x, norm1));
+  if (config_.position == recipe::PositionEmbedding::Rotary) {
+    b.rotary(qkv, shape,
+             {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base, .position_offset = start},
+             false);
+  }
+  Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
+  b.attention_cached(qkv, shape, start, float(1.0 / std::sqrt(double(config_.head_dim))), cache.k,
+                     cache.v, attn);
+  qkv = {};
+  Tensor mid = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
+  proj_.add_bias(b, mid);
+  b.add(mid, x, mid);
+
+  Norm::Saved norm2;
+  Tensor fc1 = fc1_.forward(b, norm2_.forward(b, mid, norm2));
+  Tensor act = b.empty({rows, ffn_}, x.dtype());
+  if (is_swiglu(config_)) {
+    b.swiglu_forward(fc1, act);
+  } else {
+    b.gelu_forward(fc1, act, config_.activation == Activation::GeluTanh);
+  }
+  fc1 = {};
+  Tensor y = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
+  fc2_.add_bias(b, y);
+  b.add(y, mid, y);
   return y;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/batch.hpp"
+#include "model/kv_cache.hpp"
 #include "model/model_config.hpp"
 #include "model/linear.hpp"
 #include "model/norm.hpp"
@@ -45,6 +46,13 @@ class TransformerBlock {
   // parallelism, else all of them) of `batch`, which gives the shape and the padding mask.
   tensor::Tensor forward(const Pass& pass, const tensor::Tensor& x, const Batch& batch,
                          BlockActivations& saved, Keep keep) const;
+  // Generation: the `seq` new tokens of each of `batch` sequences (x [batch * seq, hidden], no
+  // sequence parallelism), at positions start.. after the cache's first `start`; their keys and
+  // values join the cache. No dropout, nothing kept.
+  tensor::Tensor forward_cached(tensor::Backend& backend, const tensor::Tensor& x, int64_t batch,
+                                int64_t seq, int64_t start, LayerCache& cache) const;
+  // An empty cache for `batch` sequences of up to `capacity` positions.
+  LayerCache make_cache(tensor::Backend& backend, int64_t batch, int64_t capacity) const;
   // Consumes `saved`; returns dx.
   tensor::Tensor backward(const Pass& pass, const tensor::Tensor& dy, const Batch& batch,
                           BlockActivations& saved) const;

@@ -71,6 +71,9 @@ struct AttentionOptions {
 struct RotaryOptions {
   int64_t rotary_dim = 0;
   double base = 10000.0;
+  // Token t of each sequence sits at position t + position_offset: the new tokens of a
+  // generation step, after those already in the key/value cache.
+  int64_t position_offset = 0;
 };
 
 struct AdamWStep {
@@ -198,6 +201,14 @@ class Backend {
   virtual void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
                                   const Tensor& lse, const AttentionShape& shape,
                                   const AttentionOptions& options, Tensor& dqkv) = 0;
+  // Causal attention for generation. The `shape.seq` new tokens of each sequence (qkv rows
+  // b * seq + t, as attention_forward's) sit at positions start..start + seq - 1, after `start`
+  // tokens whose keys and values are already in the cache. Their keys and values are written
+  // into k_cache and v_cache ([batch, groups, capacity, head_dim], one float dtype) at those
+  // positions; then each query attends over the keys 0..its own position. out [batch * seq,
+  // heads * head_dim]; start + seq <= capacity. No dropout: inference only.
+  virtual void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start,
+                                float scale, Tensor& k_cache, Tensor& v_cache, Tensor& out) = 0;
 
   // --- loss ----------------------------------------------------------------------------------
   // Per row of logits [n, v]: loss[i] = logsumexp(logits[i]) - logits[i, targets[i]], lse[i] =

@@ -469,6 +469,7 @@ void CpuBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOp
   const int64_t rotary_dim = options.rotary_dim;
   cpu::require(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= l.dim, "rotary",
                "rotary_dim must be even and in (0, head_dim]");
+  cpu::require(options.position_offset >= 0, "rotary", "position_offset must not be negative");
   const int64_t half = rotary_dim / 2;
   // Angles in f64: t * base^(-2i/d) reaches thousands of radians, which f32 would misplace.
   std::vector<double> frequency(static_cast<size_t>(half));
@@ -482,7 +483,8 @@ void CpuBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOp
 #pragma omp parallel for num_threads(threads_) schedule(static) if (l.seq * half >= 4096)
   for (int64_t t = 0; t < l.seq; ++t) {
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(t) * frequency[static_cast<size_t>(i)];
+      const double angle =
+          static_cast<double>(t + options.position_offset) * frequency[static_cast<size_t>(i)];
       cos_table[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
       sin_table[static_cast<size_t>(t * half + i)] = static_cast<float>(sign * std::sin(angle));
     }

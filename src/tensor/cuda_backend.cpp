@@ -455,6 +455,17 @@ void CudaBackend::attention_backward(const Tensor& qkv, const Tensor& out, const
   unpad_segments(state_->stream(), dqkv_wide, D, dqkv, d);
 }
 
+void CudaBackend::attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start,
+                                   float scale, Tensor& k_cache, Tensor& v_cache, Tensor& out) {
+  kernels::attention_cache_append(state_->stream(), qkv, shape, start, k_cache, v_cache);
+  if (start == 0) {
+    Tensor lse = empty({shape.batch, shape.heads, shape.seq}, tensor::DType::F32);
+    attention_forward(qkv, shape, {.scale = scale, .causal = true}, out, lse);
+    return;
+  }
+  kernels::attention_decode(state_->stream(), qkv, shape, start, scale, k_cache, v_cache, out);
+}
+
 void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
                                         Tensor& lse, VocabShard shard) {
   kernels::cross_entropy_forward(state_->stream(), logits, targets, loss, lse, shard);

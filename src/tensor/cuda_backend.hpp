@@ -86,6 +86,8 @@ class CudaBackend final : public Backend {
   void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
                           const Tensor& lse, const AttentionShape& shape,
                           const AttentionOptions& options, Tensor& dqkv) override;
+  void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start, float scale,
+                        Tensor& k_cache, Tensor& v_cache, Tensor& out) override;
 
   void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
                              Tensor& lse, VocabShard shard = {}) override;

@@ -1,0 +1,56 @@
+// The model behind `megatron generate` and `megatron serve`: a checkpoint (any layout that wrote
+// it, or a Hugging Face import) loaded onto this job's ranks as one tensor-parallel group, with
+// its tokenizer and the generation engine over them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/tokenizer_args.hpp"
+#include "generate/generator.hpp"
+#include "train/model_context.hpp"
+
+namespace megatron::cli {
+
+struct ModelArgs {
+  std::string checkpoint;
+  std::vector<std::string> overrides;
+  int nproc = 0;
+  int threads = 0;
+  std::string device;
+  TokenizerArgs tokenizer;
+
+  void add_to(CLI::App* cmd);
+};
+
+class GenerationModel {
+ public:
+  // Checks the checkpoint and its tokenizer (UserError), then, with --nproc N, replaces this
+  // process with an mpirun job of N ranks running the same command; else builds this rank's
+  // model and loads its weights. `before_start` runs after the checks and before that (input
+  // that is bad should fail before a job starts).
+  GenerationModel(const ModelArgs& args, const std::function<void()>& before_start = {});
+  GenerationModel(const GenerationModel&) = delete;
+  GenerationModel& operator=(const GenerationModel&) = delete;
+
+  generate::Engine engine() const;
+  const data::Tokenizer& tokenizer() const { return *tokenizer_; }
+  bool rank0() const { return ctx_->rank0(); }
+  int world_size() const { return world_; }
+  // Every rank; null for one process.
+  dist::Communicator* world() const { return world_ > 1 ? ctx_->groups.world.get() : nullptr; }
+  std::string checkpoint() const { return dir_; }
+  std::string description() const;
+
+ private:
+  std::string dir_;
+  int world_ = 1;
+  std::unique_ptr<recipe::CompiledRecipe> compiled_;
+  std::unique_ptr<data::Tokenizer> tokenizer_;
+  std::unique_ptr<train::ModelContext> ctx_;
+};
+
+}  // namespace megatron::cli
