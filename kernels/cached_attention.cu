@@ -106,7 +106,9 @@ void attention_cache_append(cudaStream_t stream, const Tensor& qkv, const Attent
   require(shape.batch >= 0 && shape.seq >= 0 && shape.head_dim > 0 && shape.groups > 0 &&
               shape.heads > 0 && shape.heads % shape.groups == 0,
           op, "bad shape (heads must be a positive multiple of groups)");
-  for (const Tensor* t : {&qkv, &k_cache, &v_cache}) require_device(*t, op);
+  require_device(qkv, op);
+  require_device(k_cache, op);
+  require_device(v_cache, op);
   require(k_cache.shape().size() == 4, op, "the caches must be [batch, groups, capacity, head_dim]");
   const Geometry l{shape.batch, shape.seq, shape.heads, shape.groups, shape.head_dim,
                    shape.heads / shape.groups, shape.qkv_width(), k_cache.dim(2)};

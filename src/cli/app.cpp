@@ -53,6 +53,7 @@ int run(int argc, char** argv) {
   add_checkpoint_commands(app, actions);
   add_eval_command(app, actions);
   add_generate_command(app, actions);
+  add_serve_command(app, actions);
   app.footer("Docs: docs/ in the source tree (recipes.md, plan.md). Exit codes: 0 ok, "
              "2 bad input, 1 runtime failure.");
 

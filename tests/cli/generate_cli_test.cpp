@@ -1,0 +1,173 @@
+// `megatron generate` from the command line: a continuation from a trained checkpoint, seeds
+// that reproduce sampled text, jsonl for a file of prompts, stop strings, tensor-parallel ranks
+// that generate the tokens of one process, a Hugging Face round trip that generates the same, and
+// bad input as one line with exit 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/run_command.hpp"
+#include "cli/tiny_job.hpp"
+#include "support/temp_dir.hpp"
+
+namespace megatron::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The checkpoints are trained on mock data: their recipes name no tokenizer files.
+const std::string kGpt2 = std::string(" --vocab-file ") + MEGATRON_SOURCE_DIR +
+                          "/data/tokenizers/gpt2/vocab.json --merge-file " + MEGATRON_SOURCE_DIR +
+                          "/data/tokenizers/gpt2/merges.txt ";
+
+// gpt-tiny (2 layers, the GPT-2 vocabulary) trained 30 iterations on the bundled corpus: far
+// enough from its initialisation that greedy choices are not near-ties. Made once.
+const fs::path& checkpoint() {
+  static test_support::TempDir dir;
+  static const bool made = [] {
+    const CommandResult r = run_megatron(
+        "run --threads 2 recipes/gpt-tiny.yaml model.num_layers=2 training.train_iters=30 "
+        "training.lr_warmup_iters=1 eval.interval=null checkpoint.save=" +
+        (dir.path() / "ckpt").string() + " --run-dir " + (dir.path() / "run").string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return true;
+  }();
+  (void)made;
+  static const fs::path path = dir.path() / "ckpt";
+  return path;
+}
+
+std::vector<nlohmann::json> jsonl(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+fs::path prompts_file(const fs::path& dir) {
+  const fs::path file = dir / "prompts.jsonl";
+  std::ofstream(file) << R"({"prompt": "It is a truth universally acknowledged"})" << "\n"
+                      << R"({"prompt": "Mr. Darcy"})" << "\n"
+                      << R"({"prompt": "She was"})" << "\n";
+  return file;
+}
+
+TEST(GenerateCli, PrintsThePromptAndItsContinuation) {
+  const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 +
+                                       " --threads 1 --prompt 'It is a truth' --max-tokens 12 --greedy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out.rfind("It is a truth", 0), 0u) << r.out;
+  EXPECT_GT(r.out.size(), std::string("It is a truth\n").size()) << "no continuation";
+  EXPECT_NE(r.err.find("decode 12 tokens"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCli, TheSameSeedSamplesTheSameTextAndAnotherSeedOtherText) {
+  const std::string base = "generate " + checkpoint().string() + kGpt2 +
+                           " --threads 1 --prompt 'She was' --max-tokens 20 --ignore-eod --seed ";
+  const CommandResult a = run_megatron(base + "5"), b = run_megatron(base + "5"), c = run_megatron(base + "6");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(GenerateCli, APromptsFileGivesOneJsonLinePerPromptWithTokensAndLogprobs) {
+  test_support::TempDir dir;
+  const fs::path out = dir.path() / "sub" / "out.jsonl";
+  const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 + " --threads 1 --prompts " +
+                                       prompts_file(dir.path()).string() + " --max-tokens 6 --greedy --ignore-eod " +
+                                       "--logprobs --batch-size 2 --output " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = jsonl(slurp(out));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1]["prompt"], "Mr. Darcy");
+  for (const auto& line : lines) {
+    EXPECT_EQ(line["tokens"].size(), 6u);
+    EXPECT_EQ(line["finish_reason"], "length");
+    // Every token after the first: the prompt's and the generated ones; all log-probabilities.
+    for (const auto& lp : line["logprobs"]) EXPECT_LE(lp.get<double>(), 0.0);
+  }
+  EXPECT_EQ(lines[2]["logprobs"].size(), 2u - 1u + 6u);  // "She was": 2 tokens
+}
+
+TEST(GenerateCli, AStopStringEndsTheTextBeforeIt) {
+  const std::string base = "generate " + checkpoint().string() + kGpt2 +
+                           " --threads 1 --prompt 'It is a truth' --max-tokens 30 --greedy --ignore-eod";
+  const CommandResult whole = run_megatron(base);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const std::string continuation = whole.out.substr(std::string("It is a truth").size());
+  // Stop at the second character of the greedy continuation: it cannot appear in its first.
+  ASSERT_GE(continuation.size(), 3u);
+  const std::string stop(1, continuation[1]);
+  if (stop == "'" || stop == "\n") GTEST_SKIP() << "the continuation's second character is hard to quote";
+  const CommandResult cut = run_megatron(base + " --stop '" + stop + "'");
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  EXPECT_EQ(cut.out, "It is a truth" + continuation.substr(0, continuation.find(stop)) + "\n");
+}
+
+TEST(GenerateCli, TwoTensorParallelRanksGenerateTheTokensOfOneProcess) {
+  test_support::TempDir dir;
+  const fs::path prompts = prompts_file(dir.path());
+  std::vector<std::vector<nlohmann::json>> runs;
+  for (const std::string launch : {"--threads 1", "--nproc 2"}) {
+    const fs::path out = dir.path() / (launch == "--nproc 2" ? "tp2.jsonl" : "tp1.jsonl");
+    const CommandResult r = run_job("generate " + checkpoint().string() + kGpt2 + launch + " --prompts " +
+                                    prompts.string() + " --max-tokens 10 --greedy --ignore-eod --logprobs --output " +
+                                    out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    runs.push_back(jsonl(slurp(out)));
+  }
+  ASSERT_EQ(runs[0].size(), 3u);
+  ASSERT_EQ(runs[1].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(runs[0][i]["tokens"], runs[1][i]["tokens"]) << "prompt " << i;
+    // The same model split two ways: f32 sums in other orders, ~1e-6 of log-probabilities ~10.
+    for (size_t t = 0; t < runs[0][i]["logprobs"].size(); ++t) {
+      EXPECT_NEAR(runs[0][i]["logprobs"][t].get<double>(), runs[1][i]["logprobs"][t].get<double>(), 1e-4);
+    }
+  }
+}
+
+TEST(GenerateCli, AHuggingFaceRoundTripGeneratesTheSameText) {
+  test_support::TempDir dir;
+  const fs::path hf = dir.path() / "hf", imported = dir.path() / "imported";
+  ASSERT_EQ(run_megatron("convert --to hf --load " + checkpoint().string() + " --save " + hf.string()).exit_code, 0);
+  ASSERT_EQ(run_megatron("convert --from hf --load " + hf.string() + " --save " + imported.string()).exit_code, 0);
+  std::string texts[2];
+  for (int i = 0; i < 2; ++i) {
+    const CommandResult r = run_megatron("generate " + (i == 0 ? checkpoint() : imported).string() + kGpt2 +
+                                         " --threads 1 --prompt 'Mr. Darcy' --max-tokens 12 --greedy");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    texts[i] = r.out;
+  }
+  EXPECT_EQ(texts[0], texts[1]);
+}
+
+TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
+  test_support::TempDir dir;
+  const fs::path empty = dir.path() / "empty.jsonl";
+  std::ofstream(empty) << "\n";
+  const std::string ckpt = checkpoint().string() + kGpt2;
+  const std::string long_prompt(2000, 'a');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"generate " + ckpt + " --max-tokens 4", "give one of --prompt"},
+      {"generate " + ckpt + " --prompt x --top-k 3 --top-p 0.5", "cannot be used together"},
+      {"generate " + ckpt + " --prompt " + long_prompt, "positions"},
+      {"generate " + ckpt + " --prompts " + empty.string(), "no prompts"},
+      {"generate " + ckpt + " --prompt x --temperature -1", "temperature"},
+      {"generate " + (dir.path() / "nothing").string() + kGpt2 + " --prompt x", "no checkpoint there"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CommandResult r = run_megatron(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace megatron::cli
