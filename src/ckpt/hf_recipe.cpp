@@ -1,5 +1,10 @@
 #include "ckpt/hf_recipe.hpp"
 
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "ckpt/hf_tokenizer.hpp"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -44,13 +49,19 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
                    b(c.tie_embeddings), b(c.linear_bias), b(c.qkv_bias));
   y += fmt::format("  hidden_dropout: {}\n  attention_dropout: {}\n  init_method_std: {}\n",
                    c.hidden_dropout, c.attention_dropout, c.init_std);
-  if (bert) {
-    y += fmt::format("data:\n  seq_length: {}\n  tokenizer: bert-wordpiece-lowercase\n",
-                     c.seq_length);
-  } else {
-    y += fmt::format("data:\n  seq_length: {}\n  tokenizer: {}\n  mock: true\n", c.seq_length,
-                     rotary ? "sentencepiece" : "gpt2-bpe");
+  // The directory's own tokenizer files when it has them (as `convert --to hf` writes them), so
+  // that eval and generate need no tokenizer flags.
+  const std::optional<HfTokenizerFiles> tok = find_hf_tokenizer(source);
+  const std::string kind = tok ? std::string(name_of(tok->kind))
+                           : bert ? "bert-wordpiece-lowercase"
+                           : rotary ? "sentencepiece" : "gpt2-bpe";
+  y += fmt::format("data:\n  seq_length: {}\n  tokenizer: {}\n", c.seq_length, kind);
+  if (tok && !tok->vocab_file.empty()) y += fmt::format("  vocab_file: {}\n", nlohmann::json(tok->vocab_file).dump());
+  if (tok && !tok->merge_file.empty()) y += fmt::format("  merge_file: {}\n", nlohmann::json(tok->merge_file).dump());
+  if (tok && !tok->tokenizer_model.empty()) {
+    y += fmt::format("  tokenizer_model: {}\n", nlohmann::json(tok->tokenizer_model).dump());
   }
+  if (!bert) y += "  mock: true\n";
   y += fmt::format("precision:\n  dtype: {}\n", tensor::name(dtype));
   y += "training:\n"
        "  micro_batch_size: 1\n"

@@ -1,6 +1,8 @@
 // `megatron convert`: rewrites a checkpoint for another layout or dtype (or to and from Hugging
 // Face); `megatron ckpt inspect` and `ckpt verify`: what a checkpoint holds, and whether it is whole.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,10 +20,12 @@
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
 #include "ckpt/hugging_face.hpp"
+#include "ckpt/hf_tokenizer.hpp"
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
 #include "core/printable.hpp"
+#include "recipe/enum_names.hpp"
 #include "tensor/tensor.hpp"
 
 namespace megatron::cli {
@@ -53,6 +57,40 @@ struct ConvertArgs {
   bool quiet = false;
 };
 
+// The tokenizer files the checkpoint's recipe names, beside an exported model, so that
+// AutoTokenizer loads the directory. False (and a warning) when this machine lacks them.
+bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) {
+  const YAML::Node data = YAML::Load(meta.recipe)["data"];
+  const auto text = [&](const char* key) {
+    return data && data[key] && data[key].IsScalar() ? data[key].as<std::string>() : std::string();
+  };
+  const auto kind = recipe::parse_enum<recipe::Tokenizer>(text("tokenizer"));
+  ckpt::HfTokenizerFiles files{.kind = kind.value_or(recipe::Tokenizer::Null),
+                               .vocab_file = text("vocab_file"),
+                               .merge_file = text("merge_file"),
+                               .tokenizer_model = text("tokenizer_model")};
+  std::error_code ec;
+  for (const std::string& f : {files.vocab_file, files.merge_file, files.tokenizer_model}) {
+    if (!f.empty() && !fs::is_regular_file(f, ec)) {
+      spdlog::warn("the tokenizer file {} is not on this machine: no tokenizer files written; "
+                   "AutoTokenizer will not load {}",
+                   f, dir.string());
+      return false;
+    }
+  }
+  if (!kind || *kind == recipe::Tokenizer::Null ||
+      (files.vocab_file.empty() && files.tokenizer_model.empty())) {
+    spdlog::warn("the checkpoint's recipe names no tokenizer files (data.vocab_file, merge_file or "
+                 "tokenizer_model): no tokenizer files written; AutoTokenizer will not load {}",
+                 dir.string());
+    return false;
+  }
+  const YAML::Node model = YAML::Load(meta.recipe)["model"];
+  const int64_t positions = model && model["max_position_embeddings"] ? model["max_position_embeddings"].as<int64_t>() : 0;
+  ckpt::write_hf_tokenizer(files, dir, positions);
+  return true;
+}
+
 // --to hf: the checkpoint's weights as a Hugging Face model directory.
 void export_hf(const ConvertArgs& a, std::optional<tensor::DType> dtype) {
   if (a.tp > 0 || a.pp > 0) throw UserError("--to hf writes one whole model: drop --tp and --pp");
@@ -65,13 +103,16 @@ void export_hf(const ConvertArgs& a, std::optional<tensor::DType> dtype) {
   const auto start = std::chrono::steady_clock::now();
   ckpt::CheckpointReader reader(dir);
   const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
+  bool tokenizer = false;
   try {
     ckpt::export_hugging_face(reader, a.save, dtype);
+    tokenizer = export_hf_tokenizer(reader.meta(), a.save);
   } catch (...) {
     remove_created(created);
     throw;
   }
-  std::cout << fmt::format("wrote {} (config.json, model.safetensors) from {} in {:.1f} s\n", a.save,
+  std::cout << fmt::format("wrote {} (config.json, model.safetensors{}) from {} in {:.1f} s\n", a.save,
+                           tokenizer ? ", tokenizer files" : "",
                            dir.string(),
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }

@@ -78,6 +78,24 @@ void gemm_2d(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tenso
              float beta, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
   const int64_t lda = a.dim(1), ldb = b.dim(1);
+  if (a.dtype() == DType::F32 && c.dtype() == DType::F32 && s.k > 0 && s.m == 1) {
+    // One row (generation's decode step): a matrix-vector product. sgemm would first pack all
+    // of b, reading and writing the whole weight once more; sgemv streams it once. Each output
+    // is one thread's dot product in a fixed order, whatever the thread count.
+    const int64_t incx = trans_a ? lda : 1;
+    // OpenBLAS scales y by beta even when beta is 0, so garbage (NaN) in c would survive.
+    if (beta == 0.0f) std::fill(c.data<float>(), c.data<float>() + s.n, 0.0f);
+    if (trans_b) {  // c[0, j] = sum_k a[k] b[j, k]
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(s.n), static_cast<int>(s.k), alpha,
+                  b.data<float>(), static_cast<int>(ldb), a.data<float>(), static_cast<int>(incx),
+                  beta, c.data<float>(), 1);
+    } else {  // c[0, j] = sum_k a[k] b[k, j]
+      cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(s.k), static_cast<int>(s.n), alpha,
+                  b.data<float>(), static_cast<int>(ldb), a.data<float>(), static_cast<int>(incx),
+                  beta, c.data<float>(), 1);
+    }
+    return;
+  }
   if (a.dtype() == DType::F32 && c.dtype() == DType::F32 && s.k > 0) {
     cblas_sgemm(CblasRowMajor, blas_op(trans_a), blas_op(trans_b), static_cast<int>(s.m),
                 static_cast<int>(s.n), static_cast<int>(s.k), alpha, a.data<float>(),
