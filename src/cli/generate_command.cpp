@@ -201,6 +201,9 @@ void run_generate(const GenerateArgs& a) {
       }
     }
   }
+  spdlog::info("KV cache: {} bytes on this rank for {} sequence{} of {} positions",
+               stats.kv_cache_bytes, stats.kv_cache_sequences, stats.kv_cache_sequences == 1 ? "" : "s",
+               stats.kv_cache_positions);
   spdlog::info("prefill {} tokens in {:.2f} s ({:.0f} tokens/s); decode {} tokens in {} steps, "
                "{:.2f} s ({:.1f} tokens/s){}",
                stats.prefill_tokens, stats.prefill_s,

@@ -89,6 +89,13 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
   Sampling sampling = o.sampling;
   GenerateStats local;
   GenerateStats& st = stats ? *stats : local;
+  int64_t cache_bytes = 0;
+  for (const model::LayerCache& layer : cache.layers) cache_bytes += layer.k.bytes() + layer.v.bytes();
+  if (cache_bytes > st.kv_cache_bytes) {
+    st.kv_cache_bytes = cache_bytes;
+    st.kv_cache_sequences = batch;
+    st.kv_cache_positions = limit;
+  }
 
   // Prefill: positions 0..shortest-1 of every sequence. With logprobs every row's logits score
   // the prompt; else only the last row's are needed.

@@ -46,6 +46,11 @@ struct GenerateStats {
   int64_t decode_steps = 0;  // one position of every sequence each
   int64_t decode_tokens = 0;  // sampled tokens
   double decode_s = 0.0;
+  // The largest key/value cache a call held: its bytes on this rank, for how many sequences
+  // and positions (megatron plan's kv_cache_bytes_per_token x sequences x positions).
+  int64_t kv_cache_bytes = 0;
+  int64_t kv_cache_sequences = 0;
+  int64_t kv_cache_positions = 0;
 };
 
 struct Engine {

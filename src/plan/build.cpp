@@ -1,5 +1,7 @@
 #include "plan/build.hpp"
 
+#include <algorithm>
+
 #include "plan/communication.hpp"
 #include "plan/estimate.hpp"
 #include "plan/flops.hpp"
@@ -27,6 +29,14 @@ Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& h
   plan.communication = count_communication(x, chunks, plan.stages);
   plan.schedule = make_schedule(x);
   plan.estimate = make_estimate(x, chunks, plan, hardware);
+  if (x.arch == recipe::Arch::Gpt && x.C == 0) {
+    size_t layers = 0;
+    for (const Stage& stage : plan.stages) layers = std::max(layers, stage.layers.size());
+    const double element = x.dtype == recipe::DType::F32 ? 4.0 : 2.0;
+    plan.generation = {.kv_cache_bytes_per_token = 2.0 * double(layers) * double(x.g / x.t) *
+                                                   double(x.d) * element,
+                       .max_positions = compiled.derived.max_position_embeddings};
+  }
   return plan;
 }
 

@@ -91,6 +91,13 @@ struct Estimate {
   std::vector<std::string> suggestions;  // what would make it fit
 };
 
+// Generation's key/value cache (a causal model, generate and serve): per rank of the stage that
+// holds the most layers, for one sequence.
+struct Generation {
+  double kv_cache_bytes_per_token = 0;  // 2 (keys, values) x layers x g / t x d x dtype bytes
+  int64_t max_positions = 0;            // a sequence's cache holds this many at most
+};
+
 struct Plan {
   Layout layout;
   std::vector<Stage> stages;
@@ -102,6 +109,7 @@ struct Plan {
   Communication communication;
   Schedule schedule;
   Estimate estimate;
+  Generation generation;  // zero for models that do not generate (BERT, T5)
 };
 
 Plan make_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware);

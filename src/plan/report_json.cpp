@@ -54,6 +54,8 @@ nlohmann::json to_json(const Plan& plan, const recipe::CompiledRecipe& compiled)
   out["flops"] = {{"model_per_iteration", plan.flops.model_per_iteration},
                   {"hardware_per_iteration", plan.flops.hardware_per_iteration}};
   out["tokens_per_iteration"] = plan.tokens_per_iteration;
+  out["generation"] = {{"kv_cache_bytes_per_token", plan.generation.kv_cache_bytes_per_token},
+                       {"max_positions", plan.generation.max_positions}};
   const Communication& c = plan.communication;
   out["communication"] = {{"tensor_parallel", c.tensor_parallel},
                           {"pipeline_parallel", c.pipeline_parallel},

@@ -116,6 +116,13 @@ void memory_section(std::ostringstream& out, const Plan& plan) {
                      plan.estimate.fits ? "fits" : "DOES NOT FIT");
   for (const std::string& w : plan.estimate.warnings) out << "  warning: " << w << "\n";
   for (const std::string& s : plan.estimate.suggestions) out << "  try: " << s << "\n";
+  if (plan.generation.kv_cache_bytes_per_token > 0) {
+    const Generation& g = plan.generation;
+    out << fmt::format("  generation   {:>11}  KV cache per sequence of {} positions ({} per token; "
+                       "megatron generate/serve)\n",
+                       bytes_text(g.kv_cache_bytes_per_token * double(g.max_positions)),
+                       g.max_positions, bytes_text(g.kv_cache_bytes_per_token));
+  }
 }
 
 void compute_section(std::ostringstream& out, const Plan& plan,

@@ -4,6 +4,7 @@
 // bad input as one line with exit 2.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -167,6 +168,26 @@ TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
     EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+}  // namespace
+}  // namespace megatron::cli
+
+namespace megatron::cli {
+namespace {
+
+TEST(GenerateCli, TheKvCacheHoldsWhatThePlanCountsForIt) {
+  const CommandResult plan = run_megatron("plan recipes/gpt-tiny.yaml model.num_layers=2 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const double per_token = nlohmann::json::parse(plan.out)["generation"]["kv_cache_bytes_per_token"];
+  const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 +
+                                       " --threads 1 --prompt 'It is a truth' --max-tokens 3 --greedy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // "It is a truth": 4 tokens, and 3 more: a cache of 7 positions for 1 sequence.
+  EXPECT_NE(r.err.find(fmt::format("KV cache: {} bytes on this rank for 1 sequence of 7 positions",
+                                   int64_t(per_token) * 7)),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
