@@ -52,7 +52,10 @@ tail -n 3 data/corpora/austen.jsonl > build/quickstart/last-chapters.jsonl
 "$megatron" eval "$ckpt" --task perplexity --data build/quickstart/last-chapters.jsonl \
   --windows rolling --batch-size 16 --json build/quickstart/eval.json
 echo
+echo "==> $megatron generate: the checkpoint continues a sentence (40 tokens; 100 iterations of a tiny model: do not expect Austen yet)"
+"$megatron" generate "$ckpt" --prompt "It is a truth universally acknowledged" --max-tokens 40 --top-k 40 --temperature 0.8 --seed 1
+echo
 trained=$(date +%s)
 echo "Took $((trained - installed)) s from the build to the end of training and evaluation" \
   "($((built - installed)) s building), and $((installed - started)) s checking or installing packages."
-echo "Metrics: $run_dir/metrics.jsonl; checkpoint: $ckpt; eval results: build/quickstart/eval.json. Next: $megatron plan recipes/gpt-175b.yaml, or see README.md"
+echo "Metrics: $run_dir/metrics.jsonl; checkpoint: $ckpt; eval results: build/quickstart/eval.json. Next: $megatron serve $ckpt (docs/generate.md), $megatron plan recipes/gpt-175b.yaml, or see README.md"
