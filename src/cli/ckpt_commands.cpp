@@ -85,8 +85,18 @@ bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) 
                  dir.string());
     return false;
   }
-  const YAML::Node model = YAML::Load(meta.recipe)["model"];
-  const int64_t positions = model && model["max_position_embeddings"] ? model["max_position_embeddings"].as<int64_t>() : 0;
+  // model_max_length: the model's positions (unset in a recipe: its sequence length).
+  const auto number = [](const YAML::Node& section, const char* key) -> int64_t {
+    if (!section || !section[key] || !section[key].IsScalar()) return 0;
+    try {
+      return section[key].as<int64_t>();
+    } catch (const YAML::Exception&) {
+      return 0;
+    }
+  };
+  const YAML::Node root = YAML::Load(meta.recipe);
+  int64_t positions = number(root["model"], "max_position_embeddings");
+  if (positions <= 0) positions = number(data, "seq_length");
   ckpt::write_hf_tokenizer(files, dir, positions);
   return true;
 }

@@ -192,3 +192,48 @@ TEST(GenerateCli, TheKvCacheHoldsWhatThePlanCountsForIt) {
 
 }  // namespace
 }  // namespace megatron::cli
+
+namespace megatron::cli {
+namespace {
+
+TEST(GenerateCli, AHuggingFaceExportCarriesItsTokenizerAndItsImportGeneratesWithoutTokenizerFlags) {
+  test_support::TempDir dir;
+  const std::string vocab = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json";
+  const std::string merges = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt";
+  const fs::path ckpt = dir.path() / "ckpt", hf = dir.path() / "hf", imported = dir.path() / "imported";
+  ASSERT_EQ(run_megatron("run --threads 1 recipes/gpt-tiny.yaml model.num_layers=1 training.train_iters=1 "
+                         "training.lr_warmup_iters=0 eval.interval=null data.vocab_file=" + vocab +
+                         " data.merge_file=" + merges + " checkpoint.save=" + ckpt.string() +
+                         " --run-dir " + (dir.path() / "run").string())
+                .exit_code,
+            0);
+  const CommandResult exported = run_megatron("convert --to hf --load " + ckpt.string() + " --save " + hf.string());
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(slurp(hf / "vocab.json"), slurp(vocab));
+  EXPECT_EQ(slurp(hf / "merges.txt"), slurp(merges));
+  const auto config = nlohmann::json::parse(slurp(hf / "tokenizer_config.json"));
+  EXPECT_EQ(config["tokenizer_class"], "GPT2Tokenizer");
+  EXPECT_EQ(config["eos_token"], "<|endoftext|>");
+  ASSERT_EQ(run_megatron("convert --from hf --load " + hf.string() + " --save " + imported.string()).exit_code, 0);
+  std::string texts[2];
+  for (int i = 0; i < 2; ++i) {
+    const CommandResult r = run_megatron("generate " + (i == 0 ? ckpt : imported).string() +
+                                         " --threads 1 --prompt 'Mr. Darcy' --max-tokens 5 --greedy");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    texts[i] = r.out;
+  }
+  EXPECT_EQ(texts[0], texts[1]);
+}
+
+TEST(GenerateCli, AnExportWithoutTokenizerFilesSaysSoAndStillWritesTheModel) {
+  test_support::TempDir dir;
+  const CommandResult r = run_megatron("convert --to hf --load " + checkpoint().string() + " --save " +
+                                       (dir.path() / "hf").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("AutoTokenizer will not load"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "hf" / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(dir.path() / "hf" / "tokenizer_config.json"));
+}
+
+}  // namespace
+}  // namespace megatron::cli
