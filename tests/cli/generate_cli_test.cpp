@@ -13,6 +13,7 @@
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
+#include "tensor/make_backend.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -235,6 +236,40 @@ TEST(GenerateCli, AnExportWithoutTokenizerFilesSaysSoAndStillWritesTheModel) {
   EXPECT_NE(r.err.find("AutoTokenizer will not load"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(dir.path() / "hf" / "model.safetensors"));
   EXPECT_FALSE(fs::exists(dir.path() / "hf" / "tokenizer_config.json"));
+}
+
+}  // namespace
+}  // namespace megatron::cli
+
+namespace megatron::cli {
+namespace {
+
+// On a GPU (scripts/gpu-check.sh runs the Cuda* suites): the CUDA backend's prefill (flash
+// attention) and decode (cached_attention.cu) give the greedy tokens of the CPU, and
+// log-probabilities within 1e-4 (f32 math, other summation orders; TF32 off).
+TEST(CudaGenerate, GreedyTokensAndLogprobsAreTheCpus) {
+  if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
+  test_support::TempDir dir;
+  const fs::path prompts = dir.path() / "prompts.jsonl";
+  std::ofstream(prompts) << R"({"prompt": "It is a truth universally acknowledged"})" << "\n"
+                         << R"({"prompt": "She"})" << "\n";
+  std::vector<nlohmann::json> runs[2];
+  for (int i = 0; i < 2; ++i) {
+    const fs::path out = dir.path() / (i == 0 ? "cpu.jsonl" : "cuda.jsonl");
+    const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 + " precision.allow_tf32=false --device " +
+                                         (i == 0 ? "cpu" : "cuda") + " --prompts " + prompts.string() +
+                                         " --max-tokens 12 --greedy --ignore-eod --logprobs --output " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    runs[i] = jsonl(slurp(out));
+  }
+  ASSERT_EQ(runs[0].size(), 2u);
+  ASSERT_EQ(runs[1].size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ(runs[0][p]["tokens"], runs[1][p]["tokens"]) << "prompt " << p;
+    for (size_t t = 0; t < runs[0][p]["logprobs"].size(); ++t) {
+      EXPECT_NEAR(runs[0][p]["logprobs"][t].get<double>(), runs[1][p]["logprobs"][t].get<double>(), 1e-4);
+    }
+  }
 }
 
 }  // namespace
