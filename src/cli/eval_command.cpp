@@ -165,14 +165,7 @@ void run_eval(const EvalArgs& a) {
     }
     inputs.push_back(eval::read_task_input(spec, *tokenizer, compiled.recipe.finetune));
   }
-  if (a.nproc > 1) {
-    std::vector<std::string> args = own_arguments_without("--nproc");
-    if (a.threads == 0) {
-      args.push_back("--threads");
-      args.push_back(std::to_string(threads_per_rank(0, a.nproc)));
-    }
-    exec_local_job(a.nproc, args);
-  }
+  exec_local_job_if_asked(a.nproc, a.threads);
   std::vector<fs::path> created;
   // Every rank checks (a collective follows: one rank's refusal must not leave the others
   // waiting); rank 0 alone writes, and removes what it made if writing fails.

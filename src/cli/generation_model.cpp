@@ -58,14 +58,7 @@ GenerationModel::GenerationModel(const ModelArgs& a, const std::function<void()>
                                 dir_, tokenizer_->vocab_size(), r.model.vocab_size));
   }
   if (before_start) before_start();
-  if (a.nproc > 1) {
-    std::vector<std::string> args = own_arguments_without("--nproc");
-    if (a.threads == 0) {
-      args.push_back("--threads");
-      args.push_back(std::to_string(threads_per_rank(0, a.nproc)));
-    }
-    exec_local_job(a.nproc, args);
-  }
+  exec_local_job_if_asked(a.nproc, a.threads);
   ctx_ = std::make_unique<train::ModelContext>(*compiled_, a.threads);
   train::load_model_weights(reader, *ctx_->model, *ctx_->backend);
 }

@@ -72,4 +72,14 @@ void exec_local_job(int nproc, const std::vector<std::string>& arguments) {
                                    std::strerror(errno)));
 }
 
+void exec_local_job_if_asked(int nproc, int threads) {
+  if (nproc <= 1) return;
+  std::vector<std::string> args = own_arguments_without("--nproc");
+  if (threads == 0) {
+    args.push_back("--threads");
+    args.push_back(std::to_string(threads_per_rank(0, nproc)));
+  }
+  exec_local_job(nproc, args);
+}
+
 }  // namespace megatron::cli

@@ -25,4 +25,9 @@ int threads_per_rank(int threads, int nproc);
 // RuntimeFailure when mpirun cannot start.
 [[noreturn]] void exec_local_job(int nproc, const std::vector<std::string>& arguments);
 
+// With --nproc N above 1: replaces this process with an mpirun job of N ranks running this same
+// command (less --nproc; with the cores shared out as --threads unless `threads` was given).
+// Otherwise returns.
+void exec_local_job_if_asked(int nproc, int threads);
+
 }  // namespace megatron::cli

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/gpt2_checkpoint.hpp"
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
@@ -20,29 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The checkpoints are trained on mock data: their recipes name no tokenizer files.
-const std::string kGpt2 = std::string(" --vocab-file ") + MEGATRON_SOURCE_DIR +
-                          "/data/tokenizers/gpt2/vocab.json --merge-file " + MEGATRON_SOURCE_DIR +
-                          "/data/tokenizers/gpt2/merges.txt ";
-
-// gpt-tiny (2 layers, the GPT-2 vocabulary) after 2 iterations on mock data. Made once per test
-// process (ctest runs each test in its own): cheap. Its largest logits are typically ~0.05
-// apart, f32 rounding differences between layouts ~1e-6: a greedy choice flips between
-// layouts with a chance of about 1e-5 per token.
-const fs::path& checkpoint() {
-  static test_support::TempDir dir;
-  static const bool made = [] {
-    const CommandResult r = run_megatron(
-        "run --threads 2 recipes/gpt-tiny.yaml model.num_layers=2 training.train_iters=2 "
-        "training.lr_warmup_iters=1 eval.interval=null checkpoint.save=" +
-        (dir.path() / "ckpt").string() + " --run-dir " + (dir.path() / "run").string());
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return true;
-  }();
-  (void)made;
-  static const fs::path path = dir.path() / "ckpt";
-  return path;
-}
+// Its largest logits are typically ~0.05 apart, f32 rounding differences between layouts ~1e-6:
+// a greedy choice flips between layouts with a chance of about 1e-5 per token.
+const fs::path& checkpoint() { return gpt2_checkpoint(); }
 
 std::vector<nlohmann::json> jsonl(const std::string& text) {
   std::vector<nlohmann::json> out;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/gpt2_checkpoint.hpp"
 #include "cli/run_command.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
@@ -23,27 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The checkpoints are trained on mock data: their recipes name no tokenizer files.
-const std::string kGpt2 = std::string(" --vocab-file ") + MEGATRON_SOURCE_DIR +
-                          "/data/tokenizers/gpt2/vocab.json --merge-file " + MEGATRON_SOURCE_DIR +
-                          "/data/tokenizers/gpt2/merges.txt ";
 using nlohmann::json;
 
-// gpt-tiny with 2 layers and the GPT-2 vocabulary, 2 iterations. Made once.
-const fs::path& checkpoint() {
-  static test_support::TempDir dir;
-  static const bool made = [] {
-    const CommandResult r = run_megatron(
-        "run --threads 2 recipes/gpt-tiny.yaml model.num_layers=2 training.train_iters=2 "
-        "training.lr_warmup_iters=1 eval.interval=null checkpoint.save=" +
-        (dir.path() / "ckpt").string() + " --run-dir " + (dir.path() / "run").string());
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return true;
-  }();
-  (void)made;
-  static const fs::path path = dir.path() / "ckpt";
-  return path;
-}
+const fs::path& checkpoint() { return gpt2_checkpoint(); }
 
 // A server on a free loopback port for the test's lifetime.
 class Server {
