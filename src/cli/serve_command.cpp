@@ -136,8 +136,12 @@ void run_serve(const ServeArgs& a) {
       if (kind == Message::Stop) return;
       if (kind != Message::Request) continue;
       const json job = json::parse(text);
-      run_job(model, limits, generate::Api(job["api"].get<int>()), job["body"],
-              job["seed"].get<uint64_t>(), name, ++served);
+      try {  // a request that fails fails on every rank alike: rank 0 answers 500, all go on
+        run_job(model, limits, generate::Api(job["api"].get<int>()), job["body"],
+                job["seed"].get<uint64_t>(), name, ++served);
+      } catch (const std::invalid_argument&) {
+      } catch (const generate::ApiError&) {
+      }
     }
   }
 
