@@ -73,11 +73,52 @@ float* scratch(std::vector<float>& buffer, int64_t n) {
   return buffer.data();
 }
 
+// Up to this many rows of a against a 16-bit b^T take gemm_few_rows_16bit.
+constexpr int64_t kFewRows = 16;
+
+// c = alpha a b^T + beta c for a few rows of a 16-bit a (generation: a decode step, a short
+// prefill) against a 16-bit b [n, k] (a linear layer's weight). Widening b into f32 panels would
+// move five bytes per weight to use each a few times; here each row of b is converted once, in
+// L1, and dotted with every row of a. Each c[i, j] is one thread's dot product in a fixed order:
+// the same on any thread count.
+void gemm_few_rows_16bit(const Tensor& a, const Tensor& b, Tensor& c, float alpha, float beta,
+                         const GemmShape& s) {
+  const cpu::Floats fa{static_cast<std::byte*>(a.raw()), a.dtype()};
+  const cpu::Floats fb{static_cast<std::byte*>(b.raw()), b.dtype()};
+  const cpu::Floats fc{static_cast<std::byte*>(c.raw()), c.dtype()};
+  const int64_t k = s.k, n = s.n, m = s.m, lda = a.dim(1), ldb = b.dim(1);
+  float* x = scratch(t_panel_a, m * k);
+  widen(fa, lda, 0, m, 0, k, x);
+  float* out = c.dtype() == DType::F32 ? c.data<float>() : scratch(t_block_c, m * n);
+  if (beta != 0.0f && c.dtype() != DType::F32) widen(fc, n, 0, m, 0, n, out);
+#pragma omp parallel if (n * k >= cpu::kParallelMin)
+  {
+    std::vector<float> converted(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      const float* row = cpu::load_f32(fb, j * ldb, k, converted.data());
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xi = x + i * k;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t q = 0; q < k; ++q) dot += xi[q] * row[q];
+        float& y = out[i * n + j];
+        y = beta == 0.0f ? alpha * dot : alpha * dot + beta * y;
+      }
+    }
+  }
+  if (c.dtype() != DType::F32) cpu::store_f32(fc, 0, m * n, out);
+}
+
 // c = alpha op(a) op(b) + beta c for 2-D tensors whose shapes have been checked.
 void gemm_2d(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
              float beta, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
   const int64_t lda = a.dim(1), ldb = b.dim(1);
+  if (a.dtype() != DType::F32 && !trans_a && trans_b && s.m <= kFewRows && s.k > 0) {
+    gemm_few_rows_16bit(a, b, c, alpha, beta, s);
+    return;
+  }
   if (a.dtype() == DType::F32 && c.dtype() == DType::F32 && s.k > 0 && s.m == 1) {
     // One row (generation's decode step): a matrix-vector product. sgemm would first pack all
     // of b, reading and writing the whole weight once more; sgemv streams it once. Each output
