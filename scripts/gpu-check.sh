@@ -19,6 +19,9 @@
 #   peer   the same two shapes, batches and iterations in PyTorch (scripts/bench/peers/torch_gpt.py:
 #          bf16 autocast, SDPA attention) with the machine's python3, when it has torch with CUDA:
 #          ms per iteration, tokens/s and MFU from the same model FLOPs, and the ratio to megatron
+#   generate  gpt-125m's shape in bf16 (a one-iteration checkpoint on mock data): `megatron
+#          generate --device cuda` prefill tokens/s (a 512-token prompt) and decode tokens/s (128
+#          tokens, batch 1), and the CPU's greedy tokens against the GPU's
 # then one summary. Each phase runs under its own time limit and within a total budget; a
 # failing phase does not stop the next. The exit status is 1 when any phase failed (the summary
 # names them), 2 for bad arguments.
@@ -42,7 +45,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-phases="info deps build tests bench train peer"
+phases="info deps build tests bench train peer generate"
 skip=""
 bundle=""
 default_bundle=.gpu-bundle/megatron-gpu-bundle.tar.xz
@@ -70,8 +73,8 @@ while [[ $# -gt 0 ]]; do
 done
 for p in $phases $skip; do
   case "$p" in
-    info|deps|build|unpack|tests|bench|train|peer) ;;
-    *) echo "unknown phase '$p' (info, deps, build, unpack, tests, bench, train, peer)" >&2; exit 2 ;;
+    info|deps|build|unpack|tests|bench|train|peer|generate) ;;
+    *) echo "unknown phase '$p' (info, deps, build, unpack, tests, bench, train, peer, generate)" >&2; exit 2 ;;
   esac
 done
 if ! [[ "$iters" =~ ^[0-9]+$ ]] || (( iters < warmup + 3 )); then
@@ -529,6 +532,40 @@ phase_train() {
   return "$rc2"
 }
 
+generate_rows=()
+
+# generate: a gpt-125m-shaped bf16 checkpoint (one iteration on mock data), then megatron generate
+# on the GPU: prefill and decode rates, and greedy tokens against the CPU's.
+phase_generate() {
+  [[ -x "$megatron" ]] || { echo "$megatron was not built"; return 1; }
+  local dir="$work/generate" rc=0
+  local tok=(--vocab-file data/tokenizers/gpt2/vocab.json --merge-file data/tokenizers/gpt2/merges.txt)
+  rm -rf "$dir"
+  limited "$megatron" run recipes/gpt-125m.yaml training.train_iters=1 training.train_samples=null \
+    training.train_tokens=null training.lr_warmup_iters=0 training.lr_warmup_fraction=null \
+    training.micro_batch_size=1 training.global_batch_size=1 data.mock=true precision.dtype=bf16 \
+    eval.interval=null cluster.nodes=1 cluster.gpus_per_node=1 checkpoint.save="$dir/ckpt" \
+    --device cuda --run-dir "$dir/run" >"$dir.train.log" 2>&1 || { tail -20 "$dir.train.log"; return 1; }
+  local p512 p32
+  p512=$(python3 -c 'print(" ".join(["word"] * 512))')
+  p32=$(python3 -c 'print(" ".join(["word"] * 32))')
+  limited "$megatron" generate "$dir/ckpt" "${tok[@]}" --device cuda --prompt "$p512" --max-tokens 1 \
+    --greedy >/dev/null 2>"$dir.prefill.log" || rc=1
+  limited "$megatron" generate "$dir/ckpt" "${tok[@]}" --device cuda --prompt "$p32" --max-tokens 128 \
+    --greedy --ignore-eod >"$dir.cuda.txt" 2>"$dir.decode.log" || rc=1
+  limited "$megatron" generate "$dir/ckpt" "${tok[@]}" --device cpu --prompt "$p32" --max-tokens 16 \
+    --greedy --ignore-eod >"$dir.cpu.txt" 2>/dev/null || rc=1
+  cat "$dir.prefill.log" "$dir.decode.log"
+  local prefill decode same
+  prefill=$(sed -n 's/.*prefill [0-9]* tokens in [0-9.]* s (\([0-9.]*\) tokens\/s).*/\1/p' "$dir.prefill.log")
+  decode=$(sed -n 's/.*decode [0-9]* tokens in [0-9]* steps, [0-9.]* s (\([0-9.]*\) tokens\/s).*/\1/p' "$dir.decode.log")
+  # The CPU generated 16 tokens: does its text begin the GPU's 128-token text? In bf16 the two
+  # backends round differently, so a near-tie may go the other way: recorded, not a failure.
+  if [[ "$(cat "$dir.cuda.txt")" == "$(head -c -1 "$dir.cpu.txt")"* ]]; then same=yes; else same=no; fi
+  generate_rows+=("$(printf '%-9s %14s %14s %s' gpt-125m "${prefill:--}" "${decode:--}" "$same")")
+  return "$rc"
+}
+
 peer_rows=()
 
 # peer_one NAME LAYERS HIDDEN HEADS MICRO_BATCH GLOBAL_BATCH: PyTorch on the shape train_one ran
@@ -641,6 +678,12 @@ summary() {
     printf '  %-9s %9s %10s %8s %6s %s\n' recipe ms/iter tokens/s TFLOP/s MFU ratio
     printf '  %s\n' "${peer_rows[@]}"
   fi
+  if ((${#generate_rows[@]})); then
+    echo
+    echo "generation: bf16, batch 1, greedy; prefill of a 512-token prompt, decode of 128 tokens"
+    printf '  %-9s %14s %14s %s\n' recipe prefill_tok/s decode_tok/s cpu_tokens_equal
+    printf '  %s\n' "${generate_rows[@]}"
+  fi
   echo
   if ((${#failures[@]})); then
     echo "FAILED phases: ${failures[*]} (total $((SECONDS - started))s)"
@@ -660,6 +703,7 @@ main() {
   run_phase bench 150 phase_bench
   run_phase train 300 phase_train
   run_phase peer 120 phase_peer
+  run_phase generate 120 phase_generate
   summary
   ((${#failures[@]} == 0))
 }
