@@ -121,7 +121,9 @@ json run_job(const GenerationModel& model, const generate::ApiLimits& limits, ge
 
 void run_serve(const ServeArgs& a) {
   GenerationModel model(a.model);
-  dist::enable_graceful_stop();
+  // A grace of seconds, not training's half second: under mpirun a Ctrl-C reaches mpirun too,
+  // which tears the job down while the ranks finalize, and MPI_Finalize then takes that long.
+  dist::enable_graceful_stop(std::chrono::seconds(3));
   const generate::ApiLimits limits{.max_positions = model.engine().max_positions,
                                    .max_prompts = a.max_prompts};
   const std::string name = a.model_name.empty()
