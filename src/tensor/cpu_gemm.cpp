@@ -73,15 +73,16 @@ float* scratch(std::vector<float>& buffer, int64_t n) {
   return buffer.data();
 }
 
-// Up to this many rows of a against a 16-bit b^T take gemm_few_rows_16bit.
+// Up to this many rows of a against b^T take gemm_few_rows.
 constexpr int64_t kFewRows = 16;
 
-// c = alpha a b^T + beta c for a few rows of a 16-bit a (generation: a decode step, a short
-// prefill) against a 16-bit b [n, k] (a linear layer's weight). Widening b into f32 panels would
-// move five bytes per weight to use each a few times; here each row of b is converted once, in
-// L1, and dotted with every row of a. Each c[i, j] is one thread's dot product in a fixed order:
+// c = alpha a b^T + beta c for a few rows of a (generation: a batch's decode step, a short
+// prefill) against b [n, k] (a linear layer's weight). sgemm would pack all of b first, and a
+// 16-bit b would be widened into f32 panels: memory traffic several times the weight's, to use
+// each weight a few times. Here each row of b is read (and converted) once, in L1, and dotted
+// with every row of a. Each c[i, j] is one thread's dot product in a fixed order:
 // the same on any thread count.
-void gemm_few_rows_16bit(const Tensor& a, const Tensor& b, Tensor& c, float alpha, float beta,
+void gemm_few_rows(const Tensor& a, const Tensor& b, Tensor& c, float alpha, float beta,
                          const GemmShape& s) {
   const cpu::Floats fa{static_cast<std::byte*>(a.raw()), a.dtype()};
   const cpu::Floats fb{static_cast<std::byte*>(b.raw()), b.dtype()};
@@ -115,8 +116,8 @@ void gemm_2d(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tenso
              float beta, const GemmShape& s) {
   if (s.m == 0 || s.n == 0) return;
   const int64_t lda = a.dim(1), ldb = b.dim(1);
-  if (a.dtype() != DType::F32 && !trans_a && trans_b && s.m <= kFewRows && s.k > 0) {
-    gemm_few_rows_16bit(a, b, c, alpha, beta, s);
+  if (!trans_a && trans_b && s.m <= kFewRows && s.k > 0 && (a.dtype() != DType::F32 || s.m > 1)) {
+    gemm_few_rows(a, b, c, alpha, beta, s);
     return;
   }
   if (a.dtype() == DType::F32 && c.dtype() == DType::F32 && s.k > 0 && s.m == 1) {

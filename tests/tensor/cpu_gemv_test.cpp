@@ -1,6 +1,6 @@
 // CpuBackend::gemm's paths for generation: one f32 row of output (a decode step, run as sgemv)
 // for every transpose combination, with alpha and beta, and NaN left in an uninitialised
-// output ignored when beta is 0; and a few 16-bit rows against a weight's transpose.
+// output ignored when beta is 0; and a few rows against a weight's transpose.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,12 +47,12 @@ TEST(CpuGemv, OneRowProductsMatchADoubleReferenceForEveryTranspose) {
   }
 }
 
-// A few rows of 16-bit operands against b^T (generation's decode steps and short prefills on a
-// bf16 or f16 model) against a double reference from the same rounded inputs.
-TEST(CpuGemv, AFewSixteenBitRowsAgainstATransposedWeightMatchADoubleReference) {
+// A few rows against b^T (generation's decode steps of a batch, short prefills) in every dtype
+// against a double reference from the same rounded inputs.
+TEST(CpuGemv, AFewRowsAgainstATransposedWeightMatchADoubleReference) {
   CpuBackend b(2);
   const int64_t k = 45, n = 70;
-  for (const DType dtype : {DType::Bf16, DType::F16}) {
+  for (const DType dtype : {DType::F32, DType::Bf16, DType::F16}) {
     for (const int64_t m : {int64_t{1}, int64_t{5}, int64_t{16}}) {
       for (const DType out : {DType::F32, dtype}) {
         for (const float beta : {0.0f, 0.5f}) {
