@@ -2,8 +2,10 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "core/error.hpp"
+#include "recipe/enum_names.hpp"
 
 namespace megatron::ckpt {
 
@@ -27,7 +29,8 @@ void write_json(const fs::path& file, const json& j) {
 }  // namespace
 
 void write_hf_tokenizer(const HfTokenizerFiles& f, const fs::path& dir, int64_t max_length) {
-  json config{{"model_max_length", max_length}, {"clean_up_tokenization_spaces", false}};
+  json config{{"clean_up_tokenization_spaces", false}};
+  if (max_length > 0) config["model_max_length"] = max_length;
   json special;
   switch (f.kind) {
     case recipe::Tokenizer::Gpt2Bpe:
@@ -66,6 +69,25 @@ void write_hf_tokenizer(const HfTokenizerFiles& f, const fs::path& dir, int64_t 
   for (const auto& [key, value] : special.items()) config[key] = value;
   write_json(dir / "tokenizer_config.json", config);
   write_json(dir / "special_tokens_map.json", special);
+}
+
+HfTokenizerFiles tokenizer_of_recipe(const std::string& recipe_yaml) {
+  HfTokenizerFiles files{.kind = recipe::Tokenizer::Null};
+  try {
+    const YAML::Node root = YAML::Load(recipe_yaml);
+    if (!root.IsMap() || !root["data"] || !root["data"].IsMap()) return files;
+    const YAML::Node data = root["data"];
+    const auto text = [&](const char* key) {
+      return data[key] && data[key].IsScalar() ? data[key].Scalar() : std::string();
+    };
+    files.kind = recipe::parse_enum<recipe::Tokenizer>(text("tokenizer")).value_or(recipe::Tokenizer::Null);
+    files.vocab_file = text("vocab_file");
+    files.merge_file = text("merge_file");
+    files.tokenizer_model = text("tokenizer_model");
+  } catch (const YAML::Exception&) {
+    return {.kind = recipe::Tokenizer::Null};
+  }
+  return files;
 }
 
 std::optional<HfTokenizerFiles> find_hf_tokenizer(const fs::path& dir) {

@@ -20,10 +20,14 @@ struct HfTokenizerFiles {
 };
 
 // Copies the files into `dir` under Hugging Face's names and writes the two JSON files.
-// `max_length`: the model's positions (model_max_length). Throws RuntimeFailure when a file
+// `max_length`: the model's positions (model_max_length; 0: not written). Throws RuntimeFailure when a file
 // cannot be copied, UserError when the kind lacks one of its files.
 void write_hf_tokenizer(const HfTokenizerFiles& files, const std::filesystem::path& dir,
                         int64_t max_length);
+
+// The tokenizer a checkpoint's recipe (YAML) names: data.tokenizer and its files; kind Null and
+// no files where the recipe says nothing readable. Never throws: the recipe is untrusted.
+HfTokenizerFiles tokenizer_of_recipe(const std::string& recipe_yaml);
 
 // The tokenizer files an imported directory has, as absolute paths, or nullopt.
 std::optional<HfTokenizerFiles> find_hf_tokenizer(const std::filesystem::path& dir);

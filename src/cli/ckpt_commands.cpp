@@ -2,7 +2,6 @@
 // Face); `megatron ckpt inspect` and `ckpt verify`: what a checkpoint holds, and whether it is whole.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,7 +24,6 @@
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
 #include "core/printable.hpp"
-#include "recipe/enum_names.hpp"
 #include "tensor/tensor.hpp"
 
 namespace megatron::cli {
@@ -60,43 +58,28 @@ struct ConvertArgs {
 // The tokenizer files the checkpoint's recipe names, beside an exported model, so that
 // AutoTokenizer loads the directory. False (and a warning) when this machine lacks them.
 bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) {
-  const YAML::Node data = YAML::Load(meta.recipe)["data"];
-  const auto text = [&](const char* key) {
-    return data && data[key] && data[key].IsScalar() ? data[key].as<std::string>() : std::string();
-  };
-  const auto kind = recipe::parse_enum<recipe::Tokenizer>(text("tokenizer"));
-  ckpt::HfTokenizerFiles files{.kind = kind.value_or(recipe::Tokenizer::Null),
-                               .vocab_file = text("vocab_file"),
-                               .merge_file = text("merge_file"),
-                               .tokenizer_model = text("tokenizer_model")};
+  const ckpt::HfTokenizerFiles files = ckpt::tokenizer_of_recipe(meta.recipe);
   std::error_code ec;
   for (const std::string& f : {files.vocab_file, files.merge_file, files.tokenizer_model}) {
     if (!f.empty() && !fs::is_regular_file(f, ec)) {
       spdlog::warn("the tokenizer file {} is not on this machine: no tokenizer files written; "
                    "AutoTokenizer will not load {}",
-                   f, dir.string());
+                   printable(f), dir.string());
       return false;
     }
   }
-  if (!kind || *kind == recipe::Tokenizer::Null ||
+  if (files.kind == recipe::Tokenizer::Null ||
       (files.vocab_file.empty() && files.tokenizer_model.empty())) {
     spdlog::warn("the checkpoint's recipe names no tokenizer files (data.vocab_file, merge_file or "
                  "tokenizer_model): no tokenizer files written; AutoTokenizer will not load {}",
                  dir.string());
     return false;
   }
-  // model_max_length: the model's positions (unset in a recipe: its sequence length).
-  const auto number = [](const YAML::Node& section, const char* key) -> int64_t {
-    if (!section || !section[key] || !section[key].IsScalar()) return 0;
-    try {
-      return section[key].as<int64_t>();
-    } catch (const YAML::Exception&) {
-      return 0;
-    }
-  };
-  const YAML::Node root = YAML::Load(meta.recipe);
-  int64_t positions = number(root["model"], "max_position_embeddings");
-  if (positions <= 0) positions = number(data, "seq_length");
+  // model_max_length: the model's positions, as the checkpoint recorded them.
+  int64_t positions = 0;
+  if (const auto field = ckpt::model_field(meta, "model.max_position_embeddings")) {
+    std::from_chars(field->data(), field->data() + field->size(), positions);
+  }
   ckpt::write_hf_tokenizer(files, dir, positions);
   return true;
 }

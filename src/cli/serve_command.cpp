@@ -120,7 +120,12 @@ json run_job(const GenerationModel& model, const generate::ApiLimits& limits, ge
 }
 
 void run_serve(const ServeArgs& a) {
-  GenerationModel model(a.model);
+  GenerationModel model(a.model, [&] {
+    // Where clients wait for the port: it must be writable before anything starts.
+    if (!a.port_file.empty() && !std::ofstream(a.port_file)) {
+      throw UserError("--port-file " + a.port_file + ": cannot write there; give a writable path");
+    }
+  });
   // A grace of seconds, not training's half second: under mpirun a Ctrl-C reaches mpirun too,
   // which tears the job down while the ranks finalize, and MPI_Finalize then takes that long.
   dist::enable_graceful_stop(std::chrono::seconds(3));

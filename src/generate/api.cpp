@@ -113,8 +113,12 @@ ApiRequest parse_megatron_request(const json& body, const data::Tokenizer& token
   if (o.top_p_bound > 0.0 && top_p == 0.0) throw ApiError("top_p_bound cannot be set without top_p");
   const bool add_bos = get<bool>(body, "add_BOS", false);
   const auto eod = tokenizer.special_tokens().eod;
-  o.eod = get<int64_t>(body, "stop_token", eod.value_or(-1));
-  if (*o.eod < 0) o.eod.reset();
+  const int64_t stop_token = get<int64_t>(body, "stop_token", eod.value_or(-1));
+  if (stop_token < -1 || stop_token >= tokenizer.vocab_size()) {
+    throw ApiError(fmt::format("stop_token must be a token id below {}, or -1 for none",
+                               tokenizer.vocab_size()));
+  }
+  if (stop_token >= 0) o.eod = int32_t(stop_token);
   if (get<bool>(body, "stop_on_double_eol", false)) {
     const auto t = single_token(tokenizer, "\n\n");
     if (!t) throw ApiError("stop_on_double_eol: this tokenizer has no single token for a blank line");

@@ -29,8 +29,14 @@ void record(const GenerateOptions& o, std::span<const float> logits, int32_t tok
   if (o.top_logprobs > 0) g.top_logprobs.push_back(top_log_probabilities(logits, o.top_logprobs));
 }
 
-// After sequence s took a sampled token: whether it stops, and its text.
-void after_sample(const Engine& e, const GenerateOptions& o, int64_t limit, Sequence& s) {
+// The tokens sequence s generated, as text.
+std::string generated_text(const Engine& e, const Sequence& s) {
+  return e.tokenizer.decode(std::span<const int32_t>(s.tokens).subspan(size_t(s.prompt)));
+}
+
+// After sequence s took a sampled token: whether it stops, and (when `text`: stop strings or a
+// listener need it every step) its text.
+void after_sample(const Engine& e, const GenerateOptions& o, int64_t limit, bool text, Sequence& s) {
   const int32_t token = s.tokens.back();
   const bool eod = o.eod && token == *o.eod;
   if (eod) {  // it ends the text rather than being part of it
@@ -38,9 +44,7 @@ void after_sample(const Engine& e, const GenerateOptions& o, int64_t limit, Sequ
     if (!s.out.logprobs.empty()) s.out.logprobs.pop_back();
     if (!s.out.top_logprobs.empty()) s.out.top_logprobs.pop_back();
   }
-  const std::span<const int32_t> generated(s.tokens.data() + s.prompt,
-                                           s.tokens.size() - size_t(s.prompt));
-  s.out.text = e.tokenizer.decode(generated);
+  if (text) s.out.text = generated_text(e, s);
   if (eod || std::find(o.stop_tokens.begin(), o.stop_tokens.end(), token) != o.stop_tokens.end()) {
     s.done = true;
     s.out.finish_reason = "stop";
@@ -83,7 +87,13 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
     longest = std::max(longest, n);
   }
   const int64_t batch = int64_t(seqs.size());
-  const int64_t limit = std::min(e.max_positions, longest + o.max_tokens);
+  // A sequence's positions: its prompt and max_tokens more, within the model's (max_tokens may be
+  // anything a client sends: compared, never added past the model's positions).
+  const int64_t limit = o.max_tokens >= e.max_positions - longest ? e.max_positions
+                                                                  : longest + o.max_tokens;
+  // Decoding the text as it grows costs a pass over it per token: only for stop strings and
+  // listeners; otherwise once at the end.
+  const bool text_each_step = !o.stop.empty() || bool(on_text);
   model::KvCache cache = e.model.make_cache(e.backend, batch, limit);
   Rng rng(o.seed);
   Sampling sampling = o.sampling;
@@ -150,7 +160,7 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
       s.tokens.push_back(token);
       ++s.generated;
       ++st.decode_tokens;
-      after_sample(e, o, limit, s);
+      after_sample(e, o, limit, text_each_step, s);
       grew.push_back(size_t(b));
       if (!s.done) any_active = true;
     }
@@ -177,6 +187,7 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
   std::vector<Generated> out;
   for (Sequence& s : seqs) {
     if (s.out.finish_reason.empty()) s.out.finish_reason = "length";
+    if (!text_each_step) s.out.text = generated_text(e, s);
     s.out.tokens = std::move(s.tokens);
     out.push_back(std::move(s.out));
   }

@@ -34,6 +34,22 @@ int32_t sample(std::span<const float> logits, const Sampling& s, Rng& rng) {
     return x[size_t(a)] > x[size_t(b)] || (x[size_t(a)] == x[size_t(b)] && a < b);
   };
   size_t kept = n;
+  if (s.top_k <= 1 && s.top_p <= 0.0) {
+    // Every token stays: draw in id order, no sort (the whole vocabulary per token otherwise).
+    const float max = *std::max_element(x.begin(), x.end());
+    std::vector<double> p(n);
+    double total = 0.0;
+    for (size_t i = 0; i < n; ++i) total += p[i] = std::exp(double(x[i]) - max);
+    double u = rng.uniform() * total;
+    for (size_t i = 0; i < n; ++i) {
+      if (u < p[i]) return int32_t(i);
+      u -= p[i];
+    }
+    // Rounding left u at the very end: the last token that has any probability.
+    size_t last = n - 1;
+    while (last > 0 && p[last] == 0.0) --last;
+    return int32_t(last);
+  }
   if (s.top_k > 1 && size_t(s.top_k) < n) {
     std::nth_element(order.begin(), order.begin() + (s.top_k - 1), order.end(), by_logit);
     const float kth = x[size_t(order[size_t(s.top_k - 1)])];

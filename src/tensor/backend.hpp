@@ -49,6 +49,13 @@ struct AttentionShape {
   int64_t groups = 0;  // key/value heads; heads % groups == 0
   int64_t head_dim = 0;
   int64_t qkv_width() const { return (heads + 2 * groups) * head_dim; }
+  // Where a head starts in a qkv row (the layout described above).
+  int64_t query_column(int64_t head) const {
+    const int64_t per_group = heads / groups;
+    return ((head / per_group) * (per_group + 2) + head % per_group) * head_dim;
+  }
+  int64_t key_column(int64_t group) const { return (group * (heads / groups + 2) + heads / groups) * head_dim; }
+  int64_t value_column(int64_t group) const { return key_column(group) + head_dim; }
 };
 
 struct AttentionOptions {

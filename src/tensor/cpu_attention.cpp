@@ -166,6 +166,7 @@ struct Layout {
   int64_t seq_pad;    // seq rounded up to whole blocks
   int64_t dim_pad;    // head_dim rounded up to whole vectors
   int64_t blocks;
+  AttentionShape shape;
 
   explicit Layout(const AttentionShape& s)
       : batch(s.batch),
@@ -177,13 +178,12 @@ struct Layout {
         width(s.qkv_width()),
         seq_pad(round_up(s.seq, kBlock)),
         dim_pad(round_up(s.head_dim, kLanes)),
-        blocks(seq_pad / kBlock) {}
+        blocks(seq_pad / kBlock),
+        shape(s) {}
 
-  int64_t query_column(int64_t head) const {
-    return ((head / per_group) * (per_group + 2) + head % per_group) * dim;
-  }
-  int64_t key_column(int64_t group) const { return (group * (per_group + 2) + per_group) * dim; }
-  int64_t value_column(int64_t group) const { return key_column(group) + dim; }
+  int64_t query_column(int64_t head) const { return shape.query_column(head); }
+  int64_t key_column(int64_t group) const { return shape.key_column(group); }
+  int64_t value_column(int64_t group) const { return shape.value_column(group); }
   // Columns j0.. of query row i that are attended to, when the sequence's first `keys` keys
   // are: a prefix of the block (none for rows past the sequence).
   int64_t valid_columns(int64_t i, int64_t j0, bool causal, int64_t keys) const {

@@ -15,10 +15,9 @@ namespace {
 
 struct CacheLayout {
   int64_t batch, seq, heads, groups, dim, per_group, width, capacity;
-  int64_t query_column(int64_t head) const {
-    return ((head / per_group) * (per_group + 2) + head % per_group) * dim;
-  }
-  int64_t key_column(int64_t group) const { return (group * (per_group + 2) + per_group) * dim; }
+  AttentionShape shape;
+  int64_t query_column(int64_t head) const { return shape.query_column(head); }
+  int64_t key_column(int64_t group) const { return shape.key_column(group); }
   // Offset of position t of (sequence b, group g) in a cache.
   int64_t cache_row(int64_t b, int64_t g, int64_t t) const {
     return ((b * groups + g) * capacity + t) * dim;
@@ -59,7 +58,8 @@ void CpuBackend::attention_cached(const Tensor& qkv, const AttentionShape& shape
                       .dim = shape.head_dim,
                       .per_group = shape.heads / shape.groups,
                       .width = shape.qkv_width(),
-                      .capacity = k_cache.shape().size() == 4 ? k_cache.dim(2) : 0};
+                      .capacity = k_cache.shape().size() == 4 ? k_cache.dim(2) : 0,
+                      .shape = shape};
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,
                "qkv " + to_string(qkv.shape()) + " does not match the shape");
   cpu::require(out.numel() == l.batch * l.seq * l.heads * l.dim, op,

@@ -34,6 +34,14 @@ std::vector<nlohmann::json> jsonl(const std::string& text) {
   return out;
 }
 
+// What `generate CHECKPOINT_AND_FLAGS --prompt 'Mr. Darcy' --greedy` prints.
+std::string greedy_text(const std::string& checkpoint_and_flags, int tokens) {
+  const CommandResult r = run_megatron("generate " + checkpoint_and_flags + " --threads 1 --prompt 'Mr. Darcy' "
+                                       "--max-tokens " + std::to_string(tokens) + " --greedy");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
 fs::path prompts_file(const fs::path& dir) {
   const fs::path file = dir / "prompts.jsonl";
   std::ofstream(file) << R"({"prompt": "It is a truth universally acknowledged"})" << "\n"
@@ -79,6 +87,19 @@ TEST(GenerateCli, APromptsFileGivesOneJsonLinePerPromptWithTokensAndLogprobs) {
   EXPECT_EQ(lines[2]["logprobs"].size(), 2u - 1u + 6u);  // "She was": 2 tokens
 }
 
+TEST(GenerateCli, AddBosStartsFromEndOfDocumentEvenWithoutAPrompt) {
+  const std::string base = "generate " + checkpoint().string() + kGpt2 + " --threads 1 --max-tokens 4 --greedy --ignore-eod --logprobs";
+  const CommandResult bare = run_megatron(base + " --add-bos");
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_GT(bare.out.size(), 1u);
+  test_support::TempDir dir;
+  const fs::path prompts = dir.path() / "p.jsonl", out = dir.path() / "out.jsonl";
+  std::ofstream(prompts) << R"({"prompt": "She was"})" << "\n";
+  ASSERT_EQ(run_megatron(base + " --add-bos --prompts " + prompts.string() + " --output " + out.string()).exit_code, 0);
+  // "She was" is 2 tokens; with the end-of-document token first, 3: log-probabilities of 2 + 4.
+  EXPECT_EQ(jsonl(slurp(out))[0]["logprobs"].size(), 6u);
+}
+
 TEST(GenerateCli, AStopStringEndsTheTextBeforeIt) {
   const std::string base = "generate " + checkpoint().string() + kGpt2 +
                            " --threads 1 --prompt 'It is a truth' --max-tokens 30 --greedy --ignore-eod";
@@ -122,14 +143,7 @@ TEST(GenerateCli, AHuggingFaceRoundTripGeneratesTheSameText) {
   const fs::path hf = dir.path() / "hf", imported = dir.path() / "imported";
   ASSERT_EQ(run_megatron("convert --to hf --load " + checkpoint().string() + " --save " + hf.string()).exit_code, 0);
   ASSERT_EQ(run_megatron("convert --from hf --load " + hf.string() + " --save " + imported.string()).exit_code, 0);
-  std::string texts[2];
-  for (int i = 0; i < 2; ++i) {
-    const CommandResult r = run_megatron("generate " + (i == 0 ? checkpoint() : imported).string() + kGpt2 +
-                                         " --threads 1 --prompt 'Mr. Darcy' --max-tokens 12 --greedy");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    texts[i] = r.out;
-  }
-  EXPECT_EQ(texts[0], texts[1]);
+  EXPECT_EQ(greedy_text(checkpoint().string() + kGpt2, 12), greedy_text(imported.string() + kGpt2, 12));
 }
 
 TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
@@ -144,6 +158,8 @@ TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
       {"generate " + ckpt + " --prompt " + long_prompt, "positions"},
       {"generate " + ckpt + " --prompts " + empty.string(), "no prompts"},
       {"generate " + ckpt + " --prompt x --temperature -1", "temperature"},
+      {"generate " + ckpt + " --prompt x --temperature nan", "temperature"},
+      {"generate " + ckpt + " --prompt x --top-p nan", "top-p"},
       {"generate " + (dir.path() / "nothing").string() + kGpt2 + " --prompt x", "no checkpoint there"},
   };
   for (const auto& [args, message] : cases) {
@@ -199,14 +215,7 @@ TEST(GenerateCli, AHuggingFaceExportCarriesItsTokenizerAndItsImportGeneratesWith
   EXPECT_EQ(config["tokenizer_class"], "GPT2Tokenizer");
   EXPECT_EQ(config["eos_token"], "<|endoftext|>");
   ASSERT_EQ(run_megatron("convert --from hf --load " + hf.string() + " --save " + imported.string()).exit_code, 0);
-  std::string texts[2];
-  for (int i = 0; i < 2; ++i) {
-    const CommandResult r = run_megatron("generate " + (i == 0 ? ckpt : imported).string() +
-                                         " --threads 1 --prompt 'Mr. Darcy' --max-tokens 5 --greedy");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    texts[i] = r.out;
-  }
-  EXPECT_EQ(texts[0], texts[1]);
+  EXPECT_EQ(greedy_text(ckpt.string(), 5), greedy_text(imported.string(), 5));
 }
 
 TEST(GenerateCli, AnExportWithoutTokenizerFilesSaysSoAndStillWritesTheModel) {

@@ -150,6 +150,23 @@ TEST(ServeCli, CompletionsStopAtAStopStringAndSayWhy) {
   EXPECT_EQ(cut["choices"][0]["finish_reason"], "stop");
 }
 
+TEST(ServeCli, ListsItsModelAndAnswersCompletionsAtBothPaths) {
+  Server server;
+  auto c = server.client();
+  const auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "ckpt");
+  const std::string body = R"({"prompt": "She was", "max_tokens": 4, "temperature": 0})";
+  EXPECT_EQ(send(c, "POST", "/completions", body, 200)["choices"], send(c, "POST", "/v1/completions", body, 200)["choices"]);
+}
+
+TEST(ServeCli, AnUnwritablePortFileIsRefusedBeforeTheServerStarts) {
+  const CommandResult r = run_megatron("serve " + checkpoint().string() + kGpt2 +
+                                       " --port 0 --port-file /proc/no-such-dir/port");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--port-file /proc/no-such-dir/port: cannot write there"), std::string::npos) << r.err;
+}
+
 TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
   Server server;
   auto c = server.client();
@@ -162,6 +179,10 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
       {"PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 0})", "logprobs"},
       {"PUT", "/api", R"({"prompts": ["a"], "beam_width": 2})", "beam"},
       {"PUT", "/api", R"({"prompts": ["a"], "sentences": ["a"]})", "sentences"},
+      {"PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 1e300})", "integer"},
+      {"PUT", "/api", R"({"prompts": ["a"], "top_k": -1})", "top_k"},
+      {"PUT", "/api", R"({"prompts": [1, 2]})", "list of strings"},
+      {"PUT", "/api", "[]", "JSON object"},
       {"POST", "/v1/completions", R"({"max_tokens": 3})", "prompt is required"},
       {"POST", "/v1/completions", R"({"prompt": [[1, 99999999]]})", "outside the vocabulary"},
       {"POST", "/v1/completions", R"({"prompt": "a", "n": 2})", "n must be 1"},
@@ -177,6 +198,10 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
   }
   const json ok = send(c, "PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 2})", 200);
   EXPECT_EQ(ok["text"].size(), 1u);
+  // A huge number of tokens stops at the model's positions.
+  const json all = send(c, "PUT", "/api",
+                        R"({"prompts": ["a"], "tokens_to_generate": 9223372036854775807, "stop_token": -1, "top_k": 1})", 200);
+  EXPECT_EQ(all["tokens"][0].size(), 128u);
 }
 
 TEST(ServeCli, ConcurrentRequestsAreQueuedAndEachGetsItsOwnAnswer) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 #include "data/tokenizer.hpp"
 #include "generate/api.hpp"
 
@@ -76,6 +78,23 @@ TEST(MegatronApi, BreakingARuleIsAnApiError) {
         R"({"prompts": ["a"], "unknown": 1})", R"({"prompts": ["a"], "beam_width": 2})", R"([1, 2])"}) {
     EXPECT_THROW(megatron(body), ApiError) << body;
   }
+}
+
+TEST(MegatronApi, TheNumberOfPromptsAndTheStopTokenAreBounded) {
+  const ApiLimits two{.max_positions = 64, .max_prompts = 2};
+  EXPECT_NO_THROW(parse_megatron_request(json::parse(R"({"prompts": ["a", "b"]})"), gpt2(), two, 1));
+  EXPECT_THROW(parse_megatron_request(json::parse(R"({"prompts": ["a", "b", "c"]})"), gpt2(), two, 1), ApiError);
+  EXPECT_THROW(parse_completions_request(json::parse(R"({"prompt": ["a", "b", "c"]})"), gpt2(), two, 1), ApiError);
+  EXPECT_THROW(megatron(R"({"prompts": ["a"], "stop_token": 50257})"), ApiError);
+  EXPECT_THROW(megatron(R"({"prompts": ["a"], "stop_token": -2})"), ApiError);
+  EXPECT_EQ(megatron(R"({"prompts": ["a"], "stop_token": 13})").options.eod, 13);
+}
+
+TEST(MegatronApi, AHugeNumberOfTokensIsAcceptedAndLeftToThePositionLimit) {
+  EXPECT_EQ(megatron(R"({"prompts": ["a"], "tokens_to_generate": 9223372036854775807})").options.max_tokens,
+            std::numeric_limits<int64_t>::max());
+  // Past int64: read as a negative number, refused.
+  EXPECT_THROW(megatron(R"({"prompts": ["a"], "tokens_to_generate": 18446744073709551615})"), ApiError);
 }
 
 TEST(MegatronApi, APromptMustLeaveRoomForTheTokensToGenerate) {

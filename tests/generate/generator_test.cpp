@@ -4,7 +4,9 @@
 // match the full forward pass's log-softmax.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "data/tokenizer.hpp"
 #include "generate/generator.hpp"
@@ -111,6 +113,52 @@ TEST(Generator, ZeroTokensScoresThePromptOnly) {
   const auto out = generate(f.engine, {{5, 9, 13, 2}}, o)[0];
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{5, 9, 13, 2}));
   EXPECT_EQ(out.logprobs.size(), 3u);
+}
+
+TEST(Generator, ANumberOfTokensPastAnyLimitStopsAtTheModelsPositions) {
+  Fixture f;
+  const auto out = generate(f.engine, {{1, 2, 3}}, greedy(std::numeric_limits<int64_t>::max()))[0];
+  EXPECT_EQ(out.tokens.size(), 16u);
+  EXPECT_EQ(out.finish_reason, "length");
+}
+
+TEST(Generator, AStopTokenEndsASequenceAndStaysInIt) {
+  Fixture f;
+  const std::vector<int32_t> prompt = {5, 9, 13};
+  const auto free = generate(f.engine, {prompt}, greedy(8))[0];
+  const int32_t stop = free.tokens[prompt.size() + 1];
+  const auto first = std::find(free.tokens.begin() + ptrdiff_t(prompt.size()), free.tokens.end(), stop);
+  GenerateOptions o = greedy(8);
+  o.stop_tokens = {stop};
+  const auto stopped = generate(f.engine, {prompt}, o)[0];
+  EXPECT_EQ(stopped.finish_reason, "stop");
+  EXPECT_EQ(stopped.tokens, std::vector<int32_t>(free.tokens.begin(), first + 1));
+}
+
+TEST(Generator, TopPDecayNarrowsTheDrawsToTheMostLikelyToken) {
+  Fixture f;
+  // Hot enough that top_p 0.99 leaves many tokens; decayed to 1e-9 from the second step on,
+  // only the most likely one stays: every token after the first is its step's top token.
+  GenerateOptions o;
+  o.max_tokens = 8;
+  o.sampling = {.temperature = 20.0, .top_p = 0.99};
+  o.logprobs = true;
+  o.top_logprobs = 1;
+  int differs_without = 0;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    o.seed = seed;
+    o.top_p_decay = 1e-12;
+    o.top_p_bound = 1e-9;
+    const Generated decayed = generate(f.engine, {{5, 9}}, o)[0];
+    for (size_t t = 3; t < decayed.tokens.size(); ++t) {
+      EXPECT_EQ(decayed.tokens[t], decayed.top_logprobs[t - 1][0].first) << "seed " << seed << " token " << t;
+    }
+    o.top_p_decay = 0.0;
+    o.top_p_bound = 0.0;
+    const Generated free = generate(f.engine, {{5, 9}}, o)[0];
+    for (size_t t = 3; t < free.tokens.size(); ++t) differs_without += free.tokens[t] != free.top_logprobs[t - 1][0].first;
+  }
+  EXPECT_GT(differs_without, 0) << "the test's temperature does not spread the draws";
 }
 
 TEST(Generator, RefusesPromptsThatDoNotFit) {
