@@ -236,7 +236,8 @@ void add_generate_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--top-p", args->top_p, "Sample from the smallest set of tokens with this much probability (0: off)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--greedy", args->greedy, "Always the most likely token (as --top-k 1)");
-  cmd->add_option("--seed", args->seed, "Seeds the sampling: the same seed, the same text (default 1234)");
+  cmd->add_option("--seed", args->seed, "Seeds the sampling: the same seed, the same text (default 1234)")
+      ->check(whole_number_from_zero());
   cmd->add_option("--stop", args->stop, "Stop a sequence when its text contains this (repeatable)");
   cmd->add_flag("--ignore-eod", args->ignore_eod, "Keep generating past the end-of-document token");
   cmd->add_flag("--add-bos", args->add_bos, "Start each prompt with the end-of-document token (Megatron's add_BOS)");

@@ -48,6 +48,16 @@ CLI::Validator rank_number() {
       "RANK");
 }
 
+CLI::Validator whole_number_from_zero() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto value = parse_whole(text);
+        if (value && *value >= 0) return "";
+        return fmt::format("{} is not a whole number from 0", printable(text, 40));
+      },
+      "N");
+}
+
 CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -160,6 +160,7 @@ TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
       {"generate " + ckpt + " --prompt x --temperature -1", "temperature"},
       {"generate " + ckpt + " --prompt x --temperature nan", "temperature"},
       {"generate " + ckpt + " --prompt x --top-p nan", "top-p"},
+      {"generate " + ckpt + " --prompt x --seed -1", "--seed: -1 is not a whole number from 0"},
       {"generate " + (dir.path() / "nothing").string() + kGpt2 + " --prompt x", "no checkpoint there"},
   };
   for (const auto& [args, message] : cases) {
