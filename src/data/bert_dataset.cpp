@@ -7,28 +7,9 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "data/dataset_index_cache.hpp"
-#include "data/gpt_index_cache.hpp"
+#include "data/masked_index_cache.hpp"
 
 namespace megatron::data {
-namespace fs = std::filesystem;
-namespace {
-
-// Raise when the sample index's algorithm changes, so older cache files are rebuilt.
-constexpr int kBertIndexAlgorithm = 1;
-
-std::string description(const IndexedDataset& data, Split split, DocumentRange documents,
-                        const BertSampleIndexParams& p) {
-  return fmt::format(
-      "megatron BERT sample index\nalgorithm: {}\ncache format: {}\n{}split: {}\n"
-      "documents: [{}, {})\nsamples: {}\ntarget length: {}\nshort_seq_prob: {}\nseed: {}\n"
-      "min sentences: {}\n",
-      kBertIndexAlgorithm, kIndexCacheVersion, dataset_identity(data), split_name(split),
-      documents.begin, documents.end, p.max_samples, p.target_length, p.short_seq_prob, p.seed,
-      p.min_sentences);
-}
-
-}  // namespace
 
 BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split,
                          DocumentRange documents, std::optional<int64_t> num_samples,
@@ -51,57 +32,13 @@ BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split
                                      .short_seq_prob = config_.short_seq_prob,
                                      .seed = config_.seed,
                                      .min_sentences = config_.binary_head ? 2 : 1};
-  const std::string text = description(*data_, split, documents, params);
-  const fs::path dir = config_.cache_dir.empty() ? default_index_cache_dir(prefix) : config_.cache_dir;
-  cache_path_ = dir / fmt::format("{}-{}-{}.bertidx", fs::path(prefix).filename().string(),
-                                  split_name(split), description_hash(text));
-  auto cached = load_index_cache(cache_path_, text, 1);
-  if (!cached) {
-    ensure_writable_cache_dir(dir);
-    const CacheBuildLock lock(cache_path_.string() + ".lock");
-    std::string why;
-    cached = load_index_cache(cache_path_, text, 1, &why);
-    if (!cached) {
-      if (fs::exists(cache_path_)) {
-        spdlog::warn("rebuilding dataset index cache '{}': {}", cache_path_.string(), why);
-      }
-      const auto bounds = data_->document_indices();
-      std::vector<int64_t> split_bounds;
-      for (int64_t d = documents.begin; d <= documents.end; ++d) split_bounds.push_back(bounds[size_t(d)]);
-      BertSampleIndex index;
-      try {
-        index = build_bert_sample_index(split_bounds, data_->sequence_lengths(), params);
-      } catch (const NoBertSamples& e) {
-        throw UserError(fmt::format(
-            "dataset '{}': the {} split (documents [{}, {})): {}; BERT samples are runs of whole "
-            "sentences of one document: make the data with `megatron preprocess "
-            "--split-sentences`, or give this split a larger share of data.split",
-            prefix, split_name(split), documents.begin, documents.end, e.what()));
-      } catch (const UserError& e) {
-        throw UserError(fmt::format("dataset '{}': the {} split: {}", prefix, split_name(split),
-                                    e.what()));
-      }
-      const std::array<std::span<const int64_t>, 1> arrays{index.entries};
-      write_index_cache(cache_path_, text, arrays);
-      spdlog::info("built {} BERT sample index for '{}': {} samples -> {}", split_name(split),
-                   prefix, index.samples(), cache_path_.string());
-      built_ = true;
-      cached = load_index_cache(cache_path_, text, 1, &why);
-      if (!cached) throw RuntimeFailure("cannot read back " + cache_path_.string() + ": " + why);
-    }
-  }
-  index_ = cached->arrays[0];
-  storage_ = cached->mapping;
-  if (index_.size() % 3 != 0) {
-    throw RuntimeFailure(fmt::format("index cache '{}' is damaged; delete it to rebuild",
-                                     cache_path_.string()));
-  }
-  samples_ = int64_t(index_.size() / 3);
-  if (samples_ == 0) {
-    throw RuntimeFailure(fmt::format("index cache '{}' holds no samples (damaged?); delete it to "
-                                     "rebuild",
-                                     cache_path_.string()));
-  }
+  MaskedSampleIndex index =
+      load_masked_sample_index(*data_, split, documents, params, config_.cache_dir, "BERT");
+  index_ = index.entries;
+  storage_ = std::move(index.storage);
+  cache_path_ = std::move(index.path);
+  built_ = index.built;
+  samples_ = index.samples();
 }
 
 std::array<int64_t, 3> BertDataset::index_entry(int64_t i) const {

@@ -47,7 +47,8 @@ MaskedTokens mask_tokens(const std::vector<int32_t>& tokens, int64_t target_leng
   std::set<int64_t> taken;
   for (const size_t c : order) {
     if (double(masked.size()) >= budget) break;
-    int64_t n = int64_t(random.choice(probs)) + 1;
+    int64_t n = o.geometric ? std::min<int64_t>(random.geometric(0.2), o.max_ngram)
+                            : int64_t(random.choice(probs)) + 1;
     std::vector<int64_t> span;
     bool skip = false;
     while (true) {
@@ -69,14 +70,18 @@ MaskedTokens mask_tokens(const std::vector<int32_t>& tokens, int64_t target_leng
     for (const int64_t i : span) {
       taken.insert(i);
       const int32_t original = tokens[size_t(i)];
-      if (random.random() < 0.8) {
+      if (!o.bert_replacement || random.random() < 0.8) {
         out.tokens[size_t(i)] = o.mask;
       } else if (random.random() >= 0.5) {
         out.tokens[size_t(i)] = int32_t(random.randint(0, o.vocab_size));
       }
       masked.emplace_back(i, original);
     }
+    out.spans.push_back(std::move(span));
   }
+  // Spans never overlap, so their first positions order them (Megatron sorts on that key).
+  std::sort(out.spans.begin(), out.spans.end(),
+            [](const auto& a, const auto& b) { return a.front() < b.front(); });
   std::sort(masked.begin(), masked.end());
   for (const auto& [position, label] : masked) {
     out.positions.push_back(position);

@@ -1,6 +1,7 @@
 #include "data/numpy_random.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace megatron::data {
@@ -38,6 +39,22 @@ int64_t NumpyRandomState::randint(int64_t low, int64_t high) {
   if (range == 0) return low;
   if (range == 0xffffffffull) return low + int64_t(next32());
   return low + int64_t(interval(range));
+}
+
+int64_t NumpyRandomState::geometric(double p) {
+  if (!(p > 0.0 && p <= 1.0)) throw std::invalid_argument("NumpyRandomState::geometric: p outside (0, 1]");
+  if (p >= 1.0 / 3.0) {
+    int64_t x = 1;
+    double sum = p, prod = p;
+    const double q = 1.0 - p, u = random();
+    while (u > sum) {
+      prod *= q;
+      sum += prod;
+      ++x;
+    }
+    return x;
+  }
+  return int64_t(std::ceil(std::log1p(-random()) / std::log(1.0 - p)));
 }
 
 size_t NumpyRandomState::choice(std::span<const double> p) {

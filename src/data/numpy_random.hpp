@@ -28,6 +28,9 @@ class NumpyRandomState {
   void shuffle(std::vector<T>& x) {
     shuffle(std::span<T>(x));
   }
+  // geometric(p) of the legacy generator: trials to the first success, for 0 < p <= 1; by
+  // inversion below p = 1/3 and by search from 1 upward above, as NumPy does.
+  int64_t geometric(double p);
   // choice(len(p), p=p): the index whose cumulative probability first exceeds a uniform draw.
   size_t choice(std::span<const double> p);
 

@@ -123,9 +123,10 @@ void check_fields(const Recipe& r, const Locator& where) {
   for (const auto& [key, set] : {std::pair{"data.mask_prob", r.data.mask_prob.has_value()},
                                  std::pair{"data.short_seq_prob", r.data.short_seq_prob.has_value()},
                                  std::pair{"data.masking_max_ngram", r.data.masking_max_ngram.has_value()},
-                                 std::pair{"data.masking_full_word", r.data.masking_full_word.has_value()}}) {
-    if (set && m.arch != Arch::Bert)
-      fail_at(where.at(key), fmt::format("{} is only used by arch: bert", key));
+                                 std::pair{"data.masking_full_word", r.data.masking_full_word.has_value()},
+                                 std::pair{"data.vocab_extra_ids", r.data.vocab_extra_ids.has_value()}}) {
+    if (set && m.arch == Arch::Gpt)
+      fail_at(where.at(key), fmt::format("{} is only used by arch: bert and t5", key));
   }
   if (r.data.decoder_seq_length && m.arch != Arch::T5)
     fail_at(where.at("data.decoder_seq_length"), "data.decoder_seq_length is only used by arch: t5");

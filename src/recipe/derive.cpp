@@ -176,6 +176,14 @@ class Deriver {
     if (m.arch == Arch::T5) {
       d_.decoder_num_layers = m.decoder_num_layers.value_or(m.num_layers);
       d_.decoder_seq_length = r_.data.decoder_seq_length.value_or(s);
+      d_.vocab_extra_ids = r_.data.vocab_extra_ids.value_or(100);
+      if (!r_.data.vocab_extra_ids) note("vocab extra ids", 100, "arch: t5 (Megatron's T5 example)");
+      if (d_.vocab_extra_ids == 0)
+        fail_at(where_.at("data.vocab_extra_ids"),
+                "T5 replaces each masked span by a sentinel token: set data.vocab_extra_ids to at "
+                "least 1 (Megatron's T5 example uses 100)");
+    } else {
+      d_.vocab_extra_ids = r_.data.vocab_extra_ids.value_or(0);
       if (d_.decoder_seq_length > d_.max_position_embeddings &&
           m.position_embedding == PositionEmbedding::Learned)
         fail_at(where_.at("data.decoder_seq_length"),

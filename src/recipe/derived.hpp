@@ -30,6 +30,7 @@ struct Derived {
   int64_t max_position_embeddings = 0;
   int64_t decoder_num_layers = 0;  // T5 only, else 0
   int64_t decoder_seq_length = 0;  // T5 only, else 0
+  int64_t vocab_extra_ids = 0;     // data.vocab_extra_ids; T5's default 100
   Schedule schedule = Schedule::OneFOneB;
   // Transformer layers held by each pipeline stage (all virtual chunks together).
   std::vector<int64_t> layers_per_stage;

@@ -309,10 +309,8 @@ class Translator {
     for (const auto& [name, path] : {std::pair{"--mask-prob", "data.mask_prob"},
                                      std::pair{"--short-seq-prob", "data.short_seq_prob"}}) {
       if (!given(name)) continue;
-      if (arch_ == Arch::Bert)
+      if (arch_ != Arch::Gpt)
         set(path, value_as(path, *given_.at(name)), name);
-      else if (arch_ == Arch::T5)
-        untranslated(name, "T5's span masking has no recipe key (data.mask_prob is BERT's)");
       else
         ignore(name, "pretrain_gpt.py does not mask");
     }
@@ -583,6 +581,8 @@ class Translator {
         given("--tokenizer-type") ? "" : "inferred: no --tokenizer-type");
 
     const int64_t extra = given("--vocab-extra-ids") ? integer("--vocab-extra-ids") : 0;
+    if (given("--vocab-extra-ids") && arch_ != Arch::Gpt)
+      set("data.vocab_extra_ids", std::to_string(extra), "--vocab-extra-ids");
     const std::string extra_text = extra ? fmt::format(" + {} --vocab-extra-ids", extra) : "";
     if (given("--vocab-size")) {
       set("model.vocab_size", std::to_string(integer("--vocab-size") + extra), "--vocab-size",

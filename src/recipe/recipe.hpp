@@ -118,12 +118,16 @@ struct DataSection {
   std::optional<std::string> tokenizer_model;
   int64_t num_workers = 2;
   bool mock = false;                             // synthetic tokens, no dataset needed
-  // BERT's masked-LM data (Megatron's --mask-prob, --short-seq-prob and pretrain_bert.py's
-  // masking settings); unset: those defaults. Only arch: bert takes them.
+  // BERT's and T5's masked data (Megatron's --mask-prob, --short-seq-prob and the masking
+  // settings of pretrain_bert.py / pretrain_t5.py); unset: those defaults. Only arch: bert and
+  // t5 take them.
   std::optional<double> mask_prob;               // 0.15
   std::optional<double> short_seq_prob;          // 0.1
-  std::optional<int64_t> masking_max_ngram;      // 3
+  std::optional<int64_t> masking_max_ngram;      // BERT 3, T5 10
   std::optional<bool> masking_full_word;         // true
+  // Megatron's --vocab-extra-ids: sentinels <extra_id_i> appended to a WordPiece vocabulary
+  // after [BOS] and [EOS]. T5 needs them (default 100); BERT takes them too (default 0).
+  std::optional<int64_t> vocab_extra_ids;
 };
 
 struct CheckpointSection {

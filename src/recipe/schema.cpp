@@ -303,16 +303,21 @@ std::vector<FieldSpec> data_fields() {
       d("num_workers", &S::num_workers, "Data-loading threads per rank.",
         up_to(kMaxThreads, kNonNegative)),
       d("mock", &S::mock, "Train on synthetic tokens (no dataset needed)."),
-      d("mask_prob", &S::mask_prob, "BERT: share of the tokens masked for the LM loss.",
+      d("mask_prob", &S::mask_prob, "BERT, T5: share of the tokens masked for the LM loss.",
         derived("0.15", {.min = 0, .max = 1, .min_exclusive = true})),
       d("short_seq_prob", &S::short_seq_prob,
-        "BERT: probability that a sample's target length is drawn at random below seq_length.",
+        "BERT, T5: probability that a sample's target length is drawn at random below seq_length.",
         derived("0.1", kProbability)),
       d("masking_max_ngram", &S::masking_max_ngram,
-        "BERT: longest n-gram of words masked together (P(n) proportional to 1/n).",
-        derived("3", up_to(7))),
+        "BERT, T5: longest n-gram of words masked together (BERT: P(n) proportional to 1/n; "
+        "T5: n = min(Geometric(0.2), this)).",
+        derived("3 (bert), 10 (t5)", up_to(64))),
       d("masking_full_word", &S::masking_full_word,
-        "BERT: mask whole words (a ## piece with the word before it).", derived("true")),
+        "BERT, T5: mask whole words (a ## piece with the word before it).", derived("true")),
+      d("vocab_extra_ids", &S::vocab_extra_ids,
+        "BERT, T5: sentinel tokens <extra_id_i> appended to the WordPiece vocabulary after [BOS] "
+        "and [EOS] (Megatron's --vocab-extra-ids); T5 masks one span per sentinel at most.",
+        derived("100 (t5), 0 (bert)", up_to(1 << 20, kNonNegative))),
   };
 }
 

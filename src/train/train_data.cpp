@@ -10,7 +10,9 @@
 #include "data/bert_dataset.hpp"
 #include "data/classification_data.hpp"
 #include "data/gpt_dataset_builder.hpp"
+#include "data/t5_dataset.hpp"
 #include "data/tokenizer.hpp"
+#include "data/wordpiece_extras.hpp"
 #include "recipe/enum_names.hpp"
 #include "tensor/host_io.hpp"
 #include "train/host_batch.hpp"
@@ -39,7 +41,7 @@ namespace {
 // What to do when a recipe names no data: a preprocess command for its tokenizer on the bundled
 // corpus (or the user's own), and the override that then trains on it.
 std::string no_data_message(const recipe::Recipe& r) {
-  const bool bert = r.model.arch == recipe::Arch::Bert;
+  const bool bert = r.model.arch != recipe::Arch::Gpt;  // BERT and T5 read sentences
   std::string tokenizer;
   switch (r.data.tokenizer) {
     case recipe::Tokenizer::Gpt2Bpe:
@@ -107,48 +109,61 @@ TrainData classification_data(const recipe::CompiledRecipe& compiled, int64_t tr
   return out;
 }
 
-// Megatron's BERTMaskedWordPieceDataset over each prefix: the tokenizer gives [CLS], [SEP],
-// [MASK], [PAD] and which pieces continue a word.
-data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
+// What BERT and T5 data take from the WordPiece vocabulary: [CLS], [SEP], [MASK], [PAD],
+// which pieces continue a word, and the ids Megatron's tokenizer appends ([BOS], [EOS],
+// data.vocab_extra_ids sentinels).
+struct WordPieceData {
+  data::SpecialTokens special;
+  std::shared_ptr<std::vector<bool>> continuation;
+  data::WordPieceExtras extras;
+};
+
+WordPieceData wordpiece_data(const recipe::CompiledRecipe& compiled, const char* family,
+                             int64_t extra_ids) {
   const recipe::Recipe& r = compiled.recipe;
   if (!r.data.vocab_file) {
-    throw UserError(compiled.file + ": data.vocab_file: BERT data needs the WordPiece vocabulary "
-                                    "(vocab.txt) the dataset was made with");
+    throw UserError(fmt::format("{}: data.vocab_file: {} data needs the WordPiece vocabulary "
+                                "(vocab.txt) the dataset was made with",
+                                compiled.file, family));
   }
   const std::string vocab = relative_to(compiled, *r.data.vocab_file);
   const auto tokenizer = data::make_tokenizer(r.data.tokenizer, {.vocab_file = vocab});
-  const data::SpecialTokens& special = tokenizer->special_tokens();
-  for (const auto& [name, id] : {std::pair{"[CLS]", special.cls}, std::pair{"[SEP]", special.sep},
-                                 std::pair{"[MASK]", special.mask}, std::pair{"[PAD]", special.pad}}) {
+  WordPieceData out{.special = tokenizer->special_tokens(),
+                    .continuation = std::make_shared<std::vector<bool>>(size_t(tokenizer->vocab_size())),
+                    .extras = data::wordpiece_extras(*tokenizer, extra_ids)};
+  for (const auto& [name, id] : {std::pair{"[CLS]", out.special.cls}, std::pair{"[SEP]", out.special.sep},
+                                 std::pair{"[MASK]", out.special.mask}, std::pair{"[PAD]", out.special.pad}}) {
     if (!id) {
-      throw UserError(fmt::format("{}: the vocabulary has no {} token, which BERT samples need; "
+      throw UserError(fmt::format("{}: the vocabulary has no {} token, which {} samples need; "
                                   "use a BERT WordPiece vocab.txt",
-                                  vocab, name));
+                                  vocab, name, family));
     }
   }
-  auto continuation = std::make_shared<std::vector<bool>>(size_t(tokenizer->vocab_size()));
-  int64_t lookup = tokenizer->vocab_size();
-  bool bos = false, eos = false;
   for (int32_t id = 0; id < int32_t(tokenizer->vocab_size()); ++id) {
-    const std::string text = tokenizer->token_text(id);
-    (*continuation)[size_t(id)] = text.rfind("##", 0) == 0;
-    bos = bos || text == "[BOS]";
-    eos = eos || text == "[EOS]";
+    (*out.continuation)[size_t(id)] = tokenizer->token_text(id).rfind("##", 0) == 0;
   }
-  // Megatron's BERT tokenizer adds [BOS] and [EOS] when the vocabulary lacks them, and masking
-  // draws its random replacements from that larger vocabulary.
-  lookup += (bos ? 0 : 1) + (eos ? 0 : 1);
-  if (lookup > r.model.vocab_size) {
+  // Masking draws BERT's random replacements from the whole vocabulary, appended ids included.
+  if (out.extras.vocab_size > r.model.vocab_size) {
     throw UserError(fmt::format(
-        "{}: model.vocab_size {} is smaller than the {} ids BERT data uses ({}'s {} tokens, plus "
-        "[BOS] and [EOS], which Megatron's BERT tokenizer adds); set model.vocab_size: {}",
-        compiled.file, r.model.vocab_size, lookup, vocab, tokenizer->vocab_size(), lookup));
+        "{}: model.vocab_size {} is smaller than the {} ids {} data uses ({}'s {} tokens, plus "
+        "[BOS], [EOS]{}, which Megatron's BERT tokenizer adds); set model.vocab_size: {}",
+        compiled.file, r.model.vocab_size, out.extras.vocab_size, family, vocab,
+        tokenizer->vocab_size(),
+        extra_ids ? fmt::format(" and {} data.vocab_extra_ids sentinels", extra_ids) : std::string(),
+        out.extras.vocab_size));
   }
   if (r.training.seed > std::numeric_limits<int32_t>::max()) {
     throw UserError(fmt::format("{}: training.seed {} is above 2^31 - 1, Megatron's largest seed "
-                                "for BERT data",
-                                compiled.file, r.training.seed));
+                                "for {} data",
+                                compiled.file, r.training.seed, family));
   }
+  return out;
+}
+
+// Megatron's BERTMaskedWordPieceDataset over each prefix.
+data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
+  const recipe::Recipe& r = compiled.recipe;
+  WordPieceData w = wordpiece_data(compiled, "BERT", r.data.vocab_extra_ids.value_or(0));
   data::BertDatasetConfig config{
       .seq_length = r.data.seq_length,
       .seed = int32_t(r.training.seed),
@@ -157,17 +172,49 @@ data::DatasetFactory bert_factory(const recipe::CompiledRecipe& compiled) {
       .masking = {.mask_prob = r.data.mask_prob.value_or(0.15),
                   .max_ngram = int32_t(r.data.masking_max_ngram.value_or(3)),
                   .full_word = r.data.masking_full_word.value_or(true),
-                  .cls = *special.cls,
-                  .sep = *special.sep,
-                  .mask = *special.mask,
-                  .vocab_size = lookup},
-      .pad = *special.pad,
-      .continuation = std::move(continuation)};
+                  .cls = *w.special.cls,
+                  .sep = *w.special.sep,
+                  .mask = *w.special.mask,
+                  .vocab_size = w.extras.vocab_size},
+      .pad = *w.special.pad,
+      .continuation = std::move(w.continuation)};
   return {.elements = [](const data::IndexedDataset& d) { return d.documents(); },
           .make = [config](std::shared_ptr<const data::IndexedDataset> d, data::Split split,
                            data::DocumentRange range, std::optional<int64_t> samples)
               -> std::shared_ptr<const data::SampleSource> {
             return std::make_shared<data::BertDataset>(std::move(d), split, range, samples, config);
+          }};
+}
+
+// Megatron's T5MaskedWordPieceDataset over each prefix, with pretrain_t5.py's masking: spans of
+// whole words, lengths min(Geometric(0.2), 10), always [MASK].
+data::DatasetFactory t5_factory(const recipe::CompiledRecipe& compiled) {
+  const recipe::Recipe& r = compiled.recipe;
+  WordPieceData w = wordpiece_data(compiled, "T5", compiled.derived.vocab_extra_ids);
+  data::T5DatasetConfig config{
+      .encoder_length = r.data.seq_length,
+      .decoder_length = compiled.derived.decoder_seq_length,
+      .seed = int32_t(r.training.seed),
+      .short_seq_prob = r.data.short_seq_prob.value_or(0.1),
+      .masking = {.mask_prob = r.data.mask_prob.value_or(0.15),
+                  .max_ngram = int32_t(r.data.masking_max_ngram.value_or(10)),
+                  .full_word = r.data.masking_full_word.value_or(true),
+                  .geometric = true,
+                  .bert_replacement = false,
+                  .cls = *w.special.cls,
+                  .sep = *w.special.sep,
+                  .mask = *w.special.mask,
+                  .vocab_size = w.extras.vocab_size},
+      .bos = w.extras.bos,
+      .eos = w.extras.eos,
+      .pad = *w.special.pad,
+      .sentinels = w.extras.sentinels,
+      .continuation = std::move(w.continuation)};
+  return {.elements = [](const data::IndexedDataset& d) { return d.documents(); },
+          .make = [config](std::shared_ptr<const data::IndexedDataset> d, data::Split split,
+                           data::DocumentRange range, std::optional<int64_t> samples)
+              -> std::shared_ptr<const data::SampleSource> {
+            return std::make_shared<data::T5Dataset>(std::move(d), split, range, samples, config);
           }};
 }
 
@@ -205,8 +252,11 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
   }
   data::GptDatasetConfig config{.seq_length = r.data.seq_length,
                                 .seed = static_cast<uint64_t>(r.training.seed)};
+  const bool t5 = r.model.arch == recipe::Arch::T5;
   auto splits = bert ? data::build_datasets(spec, {train_samples, valid_samples, 0},
                                             bert_factory(compiled))
+                : t5 ? data::build_datasets(spec, {train_samples, valid_samples, 0},
+                                            t5_factory(compiled))
                      : data::build_gpt_datasets(spec, {train_samples, valid_samples, 0}, config);
   if (!splits[0]) {
     throw UserError(compiled.file + ": data.split '" + r.data.split +

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "data/wordpiece_extras.hpp"
 #include "support/temp_dir.hpp"
 
 namespace megatron::data {
@@ -322,6 +323,37 @@ TEST_F(WordPieceVocabFile, VocabularyWithoutUnkIsAnError) {
 
 TEST_F(WordPieceVocabFile, EmptyLineIsAnError) {
   EXPECT_THAT(error_of("[UNK]\n\nhello\n"), HasSubstr(path() + ": line 2 is empty"));
+}
+
+}  // namespace
+}  // namespace megatron::data
+
+namespace megatron::data {
+namespace {
+
+TEST_F(WordPieceUncased, MegatronAppendsBosEosThenTheSentinelsInOrder) {
+  // Megatron's _BertWordPieceTokenizer(vocab_extra_ids=100) on bert-base-uncased: [BOS] 30522,
+  // [EOS] 30523, <extra_id_0> 30524 .. <extra_id_99> 30623, vocab_size 30624.
+  const WordPieceExtras extras = wordpiece_extras(bert(), 100);
+  EXPECT_EQ(extras.bos, 30522);
+  EXPECT_EQ(extras.eos, 30523);
+  ASSERT_EQ(extras.sentinels.size(), 100u);
+  EXPECT_EQ(extras.sentinels.front(), 30524);
+  EXPECT_EQ(extras.sentinels.back(), 30623);
+  EXPECT_EQ(extras.vocab_size, 30624);
+  EXPECT_EQ(wordpiece_extras(bert(), 0).vocab_size, 30524);
+}
+
+TEST(WordPieceExtras, TokensAlreadyInTheVocabularyKeepTheirIds) {
+  test_support::TempDir dir;
+  const auto path = dir.path() / "vocab.txt";
+  std::ofstream(path) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n[EOS]\n<extra_id_1>\nword\n";
+  const auto tokenizer = load_wordpiece(path.string(), true);
+  const WordPieceExtras extras = wordpiece_extras(*tokenizer, 3);
+  EXPECT_EQ(extras.bos, 8);
+  EXPECT_EQ(extras.eos, 5);
+  EXPECT_THAT(extras.sentinels, ElementsAre(9, 6, 10));
+  EXPECT_EQ(extras.vocab_size, 11);
 }
 
 }  // namespace

@@ -122,14 +122,15 @@ TEST_F(RecipeTest, SlurmTimeLimitFormatIsChecked) {
               HasSubstr("is not a Slurm time"));
 }
 
-TEST_F(RecipeTest, MaskingSettingsAreOnlyForBert) {
+TEST_F(RecipeTest, MaskingSettingsAreOnlyForBertAndT5) {
   for (const char* o : {"data.mask_prob=0.2", "data.short_seq_prob=0.2", "data.masking_max_ngram=2",
-                        "data.masking_full_word=false"}) {
+                        "data.masking_full_word=false", "data.vocab_extra_ids=10"}) {
     const std::string key = std::string(o).substr(0, std::string(o).find('='));
-    EXPECT_THAT(error_of(kMinimalRecipe, {o}), HasSubstr(key + " is only used by arch: bert"));
+    EXPECT_THAT(error_of(kMinimalRecipe, {o}), HasSubstr(key + " is only used by arch: bert and t5"));
     EXPECT_EQ(error_of(kMinimalRecipe, {"model.arch=bert", o}), "") << o;
+    EXPECT_EQ(error_of(kMinimalRecipe, {"model.arch=t5", o}), "") << o;
   }
-  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=bert", "data.masking_max_ngram=8"}),
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=bert", "data.masking_max_ngram=65"}),
               HasSubstr("data.masking_max_ngram"));
 }
 

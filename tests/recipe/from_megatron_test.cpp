@@ -124,11 +124,12 @@ TEST_F(FromMegatron, Bert340mExampleWithAPipelineThatFitsDescribesBertLarge) {
 TEST_F(FromMegatron, T5_220mExampleDescribesT5Base) {
   const auto converted = translate(ex::kT5_220m, "t5");
   const auto recipe = shipped("t5-base.yaml");
-  // Megatron-LM's BERT tokenizer adds [BOS] and [EOS] to the 28,996 + 100: 29,098 where the
-  // shipped recipe counts 29,096; both pad to the same table.
-  // The example initialises with std 0.015; the shipped recipe keeps the default 0.02.
-  expect_same_model(converted, recipe, {"model.vocab_size", "model.init_method_std"});
+  // Megatron-LM's BERT tokenizer adds [BOS] and [EOS] to the 28,996 + 100: 29,098, as the
+  // shipped recipe counts. The example initialises with std 0.015; the shipped recipe keeps the
+  // default 0.02.
+  expect_same_model(converted, recipe, {"model.init_method_std"});
   EXPECT_EQ(converted.recipe.model.vocab_size, 29098);
+  EXPECT_EQ(converted.recipe.data.vocab_extra_ids, 100);
   EXPECT_DOUBLE_EQ(converted.recipe.model.init_method_std, 0.015);
   EXPECT_EQ(converted.derived.padded_vocab_size, recipe.derived.padded_vocab_size);
   EXPECT_EQ(converted.recipe.data.decoder_seq_length, 128);
