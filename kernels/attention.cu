@@ -40,6 +40,7 @@
 #include <type_traits>
 
 #include "kernels/common.cuh"
+#include "kernels/device_key_lengths.cuh"
 #include "kernels/ops.hpp"
 #include "tensor/random.hpp"
 
@@ -842,34 +843,6 @@ Common common_params(const Tensor& qkv, const AttentionShape& s, const Attention
   c.vec = aligned16(qkv);
   return c;
 }
-
-// The padding mask's key lengths on the device for one call's launches, freed in stream order
-// after them (the stream-ordered pool makes both cheap).
-class DeviceKeyLengths {
- public:
-  DeviceKeyLengths(cudaStream_t stream, const std::vector<int64_t>& lengths, const char* op)
-      : stream_(stream) {
-    if (lengths.empty()) return;
-    const std::vector<int> host(lengths.begin(), lengths.end());  // each checked <= seq
-    void* p = nullptr;
-    check_cuda(cudaMallocAsync(&p, host.size() * sizeof(int), stream), op);
-    data_ = static_cast<int*>(p);
-    // From pageable memory the copy is staged before the call returns: `host` may go.
-    check_cuda(cudaMemcpyAsync(data_, host.data(), host.size() * sizeof(int),
-                               cudaMemcpyHostToDevice, stream),
-               op);
-  }
-  ~DeviceKeyLengths() {
-    if (data_) cudaFreeAsync(data_, stream_);
-  }
-  DeviceKeyLengths(const DeviceKeyLengths&) = delete;
-  DeviceKeyLengths& operator=(const DeviceKeyLengths&) = delete;
-  const int* get() const { return data_; }
-
- private:
-  cudaStream_t stream_;
-  int* data_ = nullptr;
-};
 
 // Dynamic shared memory above the default 48 KiB must be opted into per kernel.
 template <typename Kernel>

@@ -6,6 +6,7 @@
 #include <climits>
 #include <type_traits>
 
+#include "kernels/block_reduce.cuh"
 #include "kernels/common.cuh"
 #include "kernels/ops.hpp"
 
@@ -41,22 +42,6 @@ __global__ void append_kernel(const T* qkv, Geometry l, int64_t start, T* k_cach
   }
 }
 
-// The block's reduction of one value per thread (max or sum), in a fixed order.
-template <bool kMax>
-__device__ float block_reduce(float v, float* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = kMax ? fmaxf(v, other) : v + other;
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  float r = scratch[0];
-  for (int w = 1; w < kThreads / 32; ++w) r = kMax ? fmaxf(r, scratch[w]) : r + scratch[w];
-  return r;
-}
-
 // Block (b * heads + h, t): query t of head h of sequence b over keys 0..start + t; its scores in
 // shared memory.
 template <typename T>
@@ -82,13 +67,13 @@ __global__ void __launch_bounds__(kThreads)
     s[j] = dot * scale;
     max = fmaxf(max, s[j]);
   }
-  max = block_reduce<true>(max, scratch);
+  max = block_reduce<kThreads, true>(max, scratch);
   float sum = 0.0f;
   for (int64_t j = threadIdx.x; j < n; j += kThreads) {
     s[j] = expf(s[j] - max);
     sum += s[j];
   }
-  sum = block_reduce<false>(sum, scratch);
+  sum = block_reduce<kThreads, false>(sum, scratch);
   __syncthreads();
   T* orow = out + (b * l.seq + t) * l.heads * l.dim + h * l.dim;
   for (int64_t d = threadIdx.x; d < l.dim; d += kThreads) {

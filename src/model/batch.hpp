@@ -1,5 +1,6 @@
 // One micro-batch on the device: the one input type of every model family. GPT fills the token
-// fields; BERT adds token types, a padding mask and the sentence-order targets.
+// fields; BERT adds token types, a padding mask and the sentence-order targets; T5 adds the
+// decoder's inputs (its labels and loss mask are the decoder's).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,22 @@ struct Batch {
   // Classification on the last token (GPT): each sequence's tokens before its padding. Empty:
   // every sequence is full. sentence_order then holds each sequence's class.
   std::vector<int64_t> valid_lengths;
+  // T5: the decoder's inputs and positions, i32 [batch * decoder_seq]; labels and loss_mask
+  // then have that shape too. tokens, positions and key_lengths are the encoder's.
+  int64_t decoder_seq = 0;
+  tensor::Tensor decoder_tokens;
+  tensor::Tensor decoder_positions;
 
   int64_t rows() const { return batch * seq; }
+  // T5: the batch as each stack sees it (shape, tokens, positions, masks, targets).
+  Batch encoder_view() const {
+    return {.batch = batch, .seq = seq, .tokens = tokens, .positions = positions,
+            .key_lengths = key_lengths};
+  }
+  Batch decoder_view() const {
+    return {.batch = batch, .seq = decoder_seq, .tokens = decoder_tokens, .labels = labels,
+            .loss_mask = loss_mask, .positions = decoder_positions};
+  }
 };
 
 }  // namespace megatron::model

@@ -20,8 +20,8 @@ Embedding::Embedding(ParameterSet& params, const ModelConfig& config, Parameter&
   }
 }
 
-tensor::RngKey Embedding::dropout_key(const Pass& pass, const Batch& batch) const {
-  tensor::RngKey key = pass.dropout_key(config_.num_layers, DropoutSite::Embedding);
+tensor::RngKey Embedding::dropout_key(const Pass& pass, const Batch& batch, DropoutSite site) const {
+  tensor::RngKey key = pass.dropout_key(config_.total_layers(), site);
   key.offset = uint64_t(tp_.first_row(batch.rows()) * config_.hidden);
   return key;
 }
@@ -32,7 +32,7 @@ void Embedding::add_rows(tensor::Backend& b, const Parameter& table, const Tenso
   b.embedding_forward(ids.slice(first, first + x.dim(0)), table.value, x, 0, true);
 }
 
-Tensor Embedding::forward(const Pass& pass, const Batch& batch) const {
+Tensor Embedding::forward(const Pass& pass, const Batch& batch, DropoutSite site) const {
   tensor::Backend& b = pass.backend;
   if (token_types_ && !batch.token_types.defined()) {
     throw std::logic_error("a model with token types got a batch without them");
@@ -45,15 +45,15 @@ Tensor Embedding::forward(const Pass& pass, const Batch& batch) const {
   if (positions_) add_rows(b, *positions_, batch.positions, x);
   if (token_types_) add_rows(b, *token_types_, batch.token_types, x);
   if (pass.dropout(config_.hidden_dropout) > 0.0f) {
-    b.dropout_forward(x, x, pass.dropout(config_.hidden_dropout), dropout_key(pass, batch));
+    b.dropout_forward(x, x, pass.dropout(config_.hidden_dropout), dropout_key(pass, batch, site));
   }
   return x;
 }
 
-void Embedding::backward(const Pass& pass, const Batch& batch, Tensor dx) const {
+void Embedding::backward(const Pass& pass, const Batch& batch, Tensor dx, DropoutSite site) const {
   tensor::Backend& b = pass.backend;
   if (pass.dropout(config_.hidden_dropout) > 0.0f) {
-    b.dropout_backward(dx, dx, pass.dropout(config_.hidden_dropout), dropout_key(pass, batch));
+    b.dropout_backward(dx, dx, pass.dropout(config_.hidden_dropout), dropout_key(pass, batch, site));
   }
   const int64_t first = tp_.first_row(batch.rows());
   for (Parameter* table : {positions_, token_types_}) {

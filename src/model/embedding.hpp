@@ -14,12 +14,15 @@ class Embedding {
   // `word`: the word embedding, created by the model (the output layer may share it).
   Embedding(ParameterSet& params, const ModelConfig& config, Parameter& word);
   // This rank's rows of the embedded batch ([rows / tp, hidden] under sequence parallelism).
-  tensor::Tensor forward(const Pass& pass, const Batch& batch) const;
+  // `site`: T5 embeds its decoder's input with the same tables and its own dropout stream.
+  tensor::Tensor forward(const Pass& pass, const Batch& batch,
+                         DropoutSite site = DropoutSite::Embedding) const;
   // Accumulates the embeddings' gradients from dx (this rank's rows; consumed).
-  void backward(const Pass& pass, const Batch& batch, tensor::Tensor dx) const;
+  void backward(const Pass& pass, const Batch& batch, tensor::Tensor dx,
+                DropoutSite site = DropoutSite::Embedding) const;
 
  private:
-  tensor::RngKey dropout_key(const Pass& pass, const Batch& batch) const;
+  tensor::RngKey dropout_key(const Pass& pass, const Batch& batch, DropoutSite site) const;
   // Adds rows [first, first + x rows) of table[ids] to x, or accumulates into its gradient.
   void add_rows(tensor::Backend& b, const Parameter& table, const tensor::Tensor& ids,
                 tensor::Tensor& x) const;

@@ -14,7 +14,11 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
       params_(backend, config.dtype, placement_.tp) {
   if (placement_.chunks.empty()) {
     placement_.chunks.emplace_back();
-    for (int64_t layer = 0; layer < config_.num_layers; ++layer) placement_.chunks[0].push_back(layer);
+    for (int64_t layer = 0; layer < config_.total_layers(); ++layer) placement_.chunks[0].push_back(layer);
+  }
+  if (config_.encoder_decoder &&
+      (placement_.chunks.size() != 1 || !placement_.first_stage || !placement_.last_stage)) {
+    throw std::invalid_argument("LanguageModel: an encoder-decoder model runs as one chunk");
   }
   const bool tied_copy = !placement_.first_stage && placement_.last_stage && config_.tie_embeddings;
   if (placement_.first_stage || tied_copy) {
@@ -35,7 +39,21 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
     block_first_param_.emplace_back();
     for (int64_t layer : layers) {
       block_first_param_.back().push_back(params_.all().size());
-      blocks_.back().push_back(std::make_unique<TransformerBlock>(params_, config_, layer));
+      const bool decoder = config_.is_decoder_layer(layer);
+      const size_t first = params_.all().size();
+      blocks_.back().push_back(std::make_unique<TransformerBlock>(
+          params_, config_, layer,
+          BlockSpec{.causal = config_.causal || decoder, .cross_attention = decoder}));
+      if (decoder) {
+        for (size_t p = first; p < params_.all().size(); ++p) {
+          params_.all()[p]->scaled_layers = config_.decoder_layers;
+        }
+      }
+      if (config_.encoder_decoder && layer == config_.num_layers - 1) {
+        encoder_norm_first_param_ = params_.all().size();
+        encoder_norm_ = std::make_unique<Norm>(params_, "encoder.final_layernorm", config_.hidden,
+                                               config_.norm, config_.norm_eps);
+      }
     }
   }
   head_first_param_ = params_.all().size();
@@ -70,9 +88,86 @@ int64_t LanguageModel::hidden_rows(const Batch& batch) const {
   return tp_.local_rows(batch.rows());
 }
 
+void LanguageModel::forward_encoder_decoder(const Pass& pass, const Batch& batch,
+                                            Activations* saved, Losses* losses,
+                                            HeadOutputs* outputs) const {
+  tensor::Backend& b = pass.backend;
+  const bool keep = saved != nullptr;
+  const auto& blocks = blocks_[0];
+  if (keep) saved->blocks.assign(blocks.size(), {});
+  const Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
+  Tensor x = embedding_->forward(pass, encoder);
+  EncoderMemory memory{.seq = encoder.seq, .key_lengths = encoder.key_lengths};
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    BlockActivations scratch;
+    BlockActivations& slot = keep ? saved->blocks[i] : scratch;
+    const Keep what = keep ? keep_for(int64_t(i)) : Keep::Nothing;
+    if (!blocks[i]->spec().cross_attention) {
+      x = blocks[i]->forward(pass, x, encoder, slot, what);
+      continue;
+    }
+    if (!memory.states.defined()) {
+      // The encoder is done: its final norm gives the memory every decoder block reads.
+      Norm::Saved norm;
+      memory.states = parallel::gather_sequence(b, tp_, encoder_norm_->forward(b, x, norm));
+      if (keep) {
+        saved->encoder_final_input = std::move(x);
+        saved->encoder_norm = std::move(norm);
+      }
+      x = embedding_->forward(pass, decoder, DropoutSite::DecoderEmbedding);
+    }
+    x = blocks[i]->forward(pass, x, decoder, slot, what, &memory);
+  }
+  Norm::Saved norm;
+  Tensor y = final_norm_->forward(b, x, norm);
+  lm_head_->forward(pass, decoder, y, keep ? &saved->lm : nullptr, *losses, outputs);
+  if (keep) {
+    saved->final_input = std::move(x);
+    saved->final_norm = std::move(norm);
+    saved->memory = std::move(memory);
+  }
+}
+
+void LanguageModel::backward_encoder_decoder(const Pass& pass, const Batch& batch,
+                                             Activations& saved, LossGrads grads) const {
+  tensor::Backend& b = pass.backend;
+  const auto& blocks = blocks_[0];
+  const Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
+  Tensor dx = lm_head_->backward(pass, decoder, saved.lm, grads.token);
+  dx = final_norm_->backward(b, dx, saved.final_input, saved.final_norm);
+  saved.final_input = {};
+  pass.grads_ready(head_first_param_);
+  // Every decoder block adds its cross-attention's share to the memory's gradient.
+  Tensor dmemory = b.empty(saved.memory.states.shape(), saved.memory.states.dtype());
+  b.fill(dmemory, 0.0);
+  size_t i = blocks.size();
+  for (; i-- > 0 && blocks[i]->spec().cross_attention;) {
+    dx = blocks[i]->backward(pass, dx, decoder, saved.blocks[i], &saved.memory, &dmemory);
+    pass.grads_ready(block_first_param_[0][i]);
+  }
+  embedding_->backward(pass, decoder, std::move(dx), DropoutSite::DecoderEmbedding);
+  saved.memory = {};
+  dx = encoder_norm_->backward(b, parallel::reduce_partial(b, tp_, dmemory),
+                               saved.encoder_final_input, saved.encoder_norm);
+  dmemory = {};
+  saved.encoder_final_input = {};
+  pass.grads_ready(encoder_norm_first_param_);
+  for (++i; i-- > 0;) {
+    dx = blocks[i]->backward(pass, dx, encoder, saved.blocks[i]);
+    pass.grads_ready(block_first_param_[0][i]);
+  }
+  saved = {};
+  embedding_->backward(pass, encoder, std::move(dx));
+  pass.grads_ready(0);
+}
+
 Tensor LanguageModel::forward_chunk(const Pass& pass, int64_t chunk, const Batch& batch, Tensor x,
                                     Activations* saved, Losses* losses,
                                     HeadOutputs* outputs) const {
+  if (config_.encoder_decoder) {
+    forward_encoder_decoder(pass, batch, saved, losses, outputs);
+    return {};
+  }
   const bool keep = saved != nullptr;
   if (starts_model(chunk)) x = embedding_->forward(pass, batch);
   const auto& blocks = blocks_[size_t(chunk)];
@@ -100,6 +195,10 @@ Tensor LanguageModel::forward_chunk(const Pass& pass, int64_t chunk, const Batch
 
 Tensor LanguageModel::backward_chunk(const Pass& pass, int64_t chunk, const Batch& batch, Tensor dy,
                                      Activations& saved, LossGrads grads) const {
+  if (config_.encoder_decoder) {
+    backward_encoder_decoder(pass, batch, saved, grads);
+    return {};
+  }
   Tensor dx = std::move(dy);
   if (ends_model(chunk)) {
     Tensor dy_final;
@@ -139,7 +238,7 @@ void LanguageModel::backward(const Pass& pass, const Batch& batch, Activations& 
 }
 
 KvCache LanguageModel::make_cache(tensor::Backend& b, int64_t batch, int64_t capacity) const {
-  if (!embedding_ || !lm_head_ || blocks_.size() != 1 || !config_.causal) {
+  if (!embedding_ || !lm_head_ || blocks_.size() != 1 || !config_.causal || config_.encoder_decoder) {
     throw std::logic_error("generation needs a whole causal language model on each rank");
   }
   KvCache cache{.batch = batch, .capacity = capacity, .layers = {}};

@@ -24,6 +24,11 @@ namespace megatron::model {
 // What one chunk keeps for its backward.
 struct Activations {
   std::vector<BlockActivations> blocks;
+  // T5: the encoder's last hidden states (its final norm's input) and the memory the decoder
+  // blocks attend to (the norm's output, every row).
+  tensor::Tensor encoder_final_input;
+  Norm::Saved encoder_norm;
+  EncoderMemory memory;
   tensor::Tensor final_input;
   Norm::Saved final_norm;
   LmHeadSaved lm;
@@ -89,6 +94,11 @@ class LanguageModel {
  private:
   // `position`: the block's place among this rank's blocks (the recompute count is per stage).
   Keep keep_for(int64_t position) const;
+  // T5 (the whole model in one chunk): encoder, its final norm, decoder over its output, heads.
+  void forward_encoder_decoder(const Pass& pass, const Batch& batch, Activations* saved,
+                               Losses* losses, HeadOutputs* outputs) const;
+  void backward_encoder_decoder(const Pass& pass, const Batch& batch, Activations& saved,
+                                LossGrads grads) const;
 
   ModelConfig config_;
   ModelPlacement placement_;
@@ -100,6 +110,8 @@ class LanguageModel {
   std::vector<std::vector<size_t>> block_first_param_;  // index of each block's first parameter
   std::vector<int64_t> chunk_first_block_;              // blocks of this rank before each chunk
   size_t head_first_param_ = 0;
+  std::unique_ptr<Norm> encoder_norm_;  // T5: after the encoder's last layer
+  size_t encoder_norm_first_param_ = 0;
   std::unique_ptr<Norm> final_norm_;  // last stage
   Parameter* output_ = nullptr;       // untied output layer
   std::unique_ptr<LmHead> lm_head_;

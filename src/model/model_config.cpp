@@ -20,10 +20,13 @@ int64_t ModelConfig::rotary_dim() const {
 ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived) {
   const recipe::ModelSection& m = recipe.model;
   const bool bert = m.arch == recipe::Arch::Bert;
+  const bool t5 = m.arch == recipe::Arch::T5;
   const int64_t classes = derived.classes;
   return {
       .arch = m.arch,
       .num_layers = m.num_layers,
+      .decoder_layers = t5 ? derived.decoder_num_layers : 0,
+      .decoder_seq_length = t5 ? derived.decoder_seq_length : 0,
       .hidden = m.hidden_size,
       .heads = m.num_attention_heads,
       .groups = derived.num_query_groups,
@@ -50,11 +53,13 @@ ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& de
       .recompute_layers = recipe.training.recompute == recipe::Recompute::Full
                               ? derived.recompute_num_layers
                               : 0,
-      .causal = !bert,
+      .causal = !bert && !t5,
+      .encoder_decoder = t5,
       // Megatron's BertModel has token types (sentence A/B) only with the binary head.
       .token_types = bert && (m.bert_binary_head || classes > 0) ? 2 : 0,
       .lm_head_transform = bert,
-      .output_bias = bert,
+      // Megatron's T5LMHead has a vocab-parallel bias when it shares the embedding.
+      .output_bias = bert || (t5 && m.tie_embeddings),
       .binary_head = bert && m.bert_binary_head && classes == 0,
       .classes = classes,
       .pooler = bert,

@@ -12,7 +12,9 @@ namespace megatron::model {
 
 struct ModelConfig {
   recipe::Arch arch = recipe::Arch::Gpt;
-  int64_t num_layers = 0;
+  int64_t num_layers = 0;      // T5: the encoder's
+  int64_t decoder_layers = 0;  // T5: the decoder's, numbered num_layers.. after the encoder's
+  int64_t decoder_seq_length = 0;  // T5
   int64_t hidden = 0;
   int64_t heads = 0;
   int64_t groups = 0;  // key/value heads
@@ -40,6 +42,9 @@ struct ModelConfig {
   // What the family changes; set from `arch` by model_config, spelled out so that the layers
   // read what they do rather than which family they are in.
   bool causal = true;          // attention mask: causal (GPT) or bidirectional with padding (BERT)
+  // T5: an encoder (bidirectional, padding mask, its own final norm) and a decoder of
+  // `decoder_layers` (causal self-attention, then cross-attention over the encoder output).
+  bool encoder_decoder = false;
   int64_t token_types = 0;     // rows of the token-type (segment) embedding; 0: none
   bool lm_head_transform = false;  // dense, GeLU, LayerNorm before the output layer (BERT)
   bool output_bias = false;        // a vocab-parallel bias on the logits (BERT)
@@ -50,6 +55,9 @@ struct ModelConfig {
   bool pooler = false;
 
   int64_t rotary_dim() const;
+  int64_t total_layers() const { return num_layers + decoder_layers; }
+  // T5: whether global layer `layer` is one of the decoder's.
+  bool is_decoder_layer(int64_t layer) const { return encoder_decoder && layer >= num_layers; }
 };
 
 ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived);

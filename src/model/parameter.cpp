@@ -68,8 +68,9 @@ void ParameterSet::zero_grads() {
 }
 
 void ParameterSet::initialise(uint64_t seed, double std, int64_t num_layers) {
-  const double scaled = std / std::sqrt(2.0 * double(num_layers));
   for (auto& p : params_) {
+    const int64_t layers = p->scaled_layers > 0 ? p->scaled_layers : num_layers;
+    const double scaled = std / std::sqrt(2.0 * double(layers));
     switch (p->init) {
       case Init::Zeros: backend_.fill(p->value, 0.0); break;
       case Init::Ones: backend_.fill(p->value, 1.0); break;

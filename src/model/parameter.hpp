@@ -31,6 +31,9 @@ struct Parameter {
   // The last pipeline stage's copy of a tied word embedding: its gradient is summed with the
   // first stage's, and it is left out of the gradient norm (the first stage counts it).
   bool shared_copy = false;
+  // ScaledNormal: the layer count its deviation is scaled by (std / sqrt(2 * layers)); 0: the
+  // model's. T5's decoder blocks scale by the decoder's layers, as Megatron's decoder config.
+  int64_t scaled_layers = 0;
 };
 
 // Whether tensor-parallel rank `tp_rank`'s copy of p is the one that counts for the whole model

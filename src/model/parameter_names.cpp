@@ -9,7 +9,10 @@ constexpr std::string_view kBlocks = "decoder.layers.";
 
 }  // namespace
 
-std::string block_prefix(int64_t layer) { return std::string(kBlocks) + std::to_string(layer) + "."; }
+std::string block_prefix(int64_t layer, int64_t encoder_layers) {
+  if (encoder_layers > 0 && layer < encoder_layers) return "encoder.layers." + std::to_string(layer) + ".";
+  return std::string(kBlocks) + std::to_string(layer - encoder_layers) + ".";
+}
 
 ParameterPlace place_of(std::string_view name, int64_t max_layer) {
   if (name.starts_with("embedding.")) return {.part = ParameterPlace::Part::Embedding};

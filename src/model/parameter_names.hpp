@@ -9,8 +9,10 @@
 
 namespace megatron::model {
 
-// "decoder.layers.<layer>.": every parameter of global layer `layer` starts with it.
-std::string block_prefix(int64_t layer);
+// "decoder.layers.<layer>.": every parameter of global layer `layer` starts with it. T5
+// (encoder_layers > 0) numbers its encoder first: "encoder.layers.<layer>." below
+// encoder_layers, then "decoder.layers.<layer - encoder_layers>.", as Megatron-Core names them.
+std::string block_prefix(int64_t layer, int64_t encoder_layers = 0);
 
 struct ParameterPlace {
   enum class Part { Embedding, Block, Head };

@@ -17,7 +17,15 @@ constexpr uint64_t init_stream(std::string_view name) {
   return h | (1ull << 63);
 }
 
-enum class DropoutSite : uint64_t { Embedding = 0, AttentionProbs = 1, AttentionOut = 2, MlpOut = 3 };
+enum class DropoutSite : uint64_t {
+  Embedding = 0,
+  AttentionProbs = 1,
+  AttentionOut = 2,
+  MlpOut = 3,
+  CrossAttentionProbs = 4,  // T5's decoder blocks
+  CrossAttentionOut = 5,
+  DecoderEmbedding = 6,     // T5's decoder input
+};
 
 // Dropout: (iteration, micro-batch, layer, site) packed into the stream; the tensor-parallel
 // rank joins it inside tensor-parallel regions (the parallel layers supply it).

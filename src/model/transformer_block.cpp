@@ -12,29 +12,45 @@ using tensor::Tensor;
 
 namespace {
 
-std::string prefix(int64_t layer) { return block_prefix(layer); }
+std::string prefix(const ModelConfig& c, int64_t layer) {
+  return block_prefix(layer, c.encoder_decoder ? c.num_layers : 0);
+}
 
 bool is_swiglu(const ModelConfig& c) { return c.activation == Activation::Swiglu; }
 
 }  // namespace
 
-TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, int64_t layer)
+TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, int64_t layer,
+                                   BlockSpec spec)
     : config_(c),
+      spec_(spec),
       tp_(params.tp()),
       heads_(tp_.shard(c.heads)),
       groups_(tp_.shard(c.groups)),
       ffn_(tp_.shard(c.ffn)),
       layer_(layer),
-      norm1_(params, prefix(layer) + "input_layernorm", c.hidden, c.norm, c.norm_eps),
-      qkv_(params, prefix(layer) + "self_attention.linear_qkv", c.hidden,
+      norm1_(params, prefix(c, layer) + "input_layernorm", c.hidden, c.norm, c.norm_eps),
+      qkv_(params, prefix(c, layer) + "self_attention.linear_qkv", c.hidden,
            (c.heads + 2 * c.groups) * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows),
-      proj_(params, prefix(layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
+      proj_(params, prefix(c, layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
             c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
-      norm2_(params, prefix(layer) + "pre_mlp_layernorm", c.hidden, c.norm, c.norm_eps),
-      fc1_(params, prefix(layer) + "mlp.linear_fc1", c.hidden, is_swiglu(c) ? 2 * c.ffn : c.ffn,
+      norm2_(params, prefix(c, layer) + "pre_mlp_layernorm", c.hidden, c.norm, c.norm_eps),
+      fc1_(params, prefix(c, layer) + "mlp.linear_fc1", c.hidden, is_swiglu(c) ? 2 * c.ffn : c.ffn,
            c.linear_bias, Init::Normal, TpSplit::Rows, is_swiglu(c) ? 2 : 1),
-      fc2_(params, prefix(layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
-           Init::ScaledNormal, TpSplit::Columns) {}
+      fc2_(params, prefix(c, layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
+           Init::ScaledNormal, TpSplit::Columns) {
+  if (!spec_.cross_attention) return;
+  // Megatron-Core's CrossAttention: linear_q from the decoder stream, linear_kv (each group's
+  // key then value) from the encoder output, both column-parallel; linear_proj row-parallel.
+  const std::string p = prefix(c, layer);
+  norm_x_ = std::make_unique<Norm>(params, p + "pre_cross_attn_layernorm", c.hidden, c.norm, c.norm_eps);
+  xq_ = std::make_unique<Linear>(params, p + "cross_attention.linear_q", c.hidden,
+                                 c.heads * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows);
+  xkv_ = std::make_unique<Linear>(params, p + "cross_attention.linear_kv", c.hidden,
+                                  2 * c.groups * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows);
+  xproj_ = std::make_unique<Linear>(params, p + "cross_attention.linear_proj", c.heads * c.head_dim,
+                                    c.hidden, c.linear_bias, Init::ScaledNormal, TpSplit::Columns);
+}
 
 tensor::AttentionShape TransformerBlock::attention_shape(const Batch& batch) const {
   return {.batch = batch.batch,
@@ -47,12 +63,98 @@ tensor::AttentionShape TransformerBlock::attention_shape(const Batch& batch) con
 tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass,
                                                             const Batch& batch) const {
   return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
-          .causal = config_.causal,
+          .causal = spec_.causal,
           .dropout = pass.dropout(config_.attention_dropout),
           .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs),
           .head_offset = tp_.shard_begin(config_.heads),
           .total_heads = config_.heads,
           .key_lengths = batch.key_lengths};
+}
+
+tensor::CrossAttentionShape TransformerBlock::cross_shape(const Batch& batch,
+                                                         const EncoderMemory& memory) const {
+  return {.batch = batch.batch,
+          .q_seq = batch.seq,
+          .kv_seq = memory.seq,
+          .heads = heads_,
+          .groups = groups_,
+          .head_dim = config_.head_dim};
+}
+
+tensor::AttentionOptions TransformerBlock::cross_options(const Pass& pass,
+                                                        const EncoderMemory& memory) const {
+  return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
+          .causal = false,
+          .dropout = pass.dropout(config_.attention_dropout),
+          .rng = pass.dropout_key(layer_, DropoutSite::CrossAttentionProbs),
+          .head_offset = tp_.shard_begin(config_.heads),
+          .total_heads = config_.heads,
+          .key_lengths = memory.key_lengths};
+}
+
+Tensor TransformerBlock::cross_forward(const Pass& pass, const Tensor& mid, const Batch& batch,
+                                       const EncoderMemory& memory, BlockActivations& saved,
+                                       Keep keep) const {
+  tensor::Backend& b = pass.backend;
+  Norm::Saved norm_x;
+  Tensor lnx = parallel::gather_sequence(b, tp_, norm_x_->forward(b, mid, norm_x));
+  Tensor xq = xq_->forward(b, lnx);
+  Tensor xkv = xkv_->forward(b, memory.states);
+  Tensor xattn = b.empty({batch.rows(), heads_ * config_.head_dim}, mid.dtype());
+  Tensor xlse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
+  b.cross_attention_forward(xq, xkv, cross_shape(batch, memory), cross_options(pass, memory), xattn,
+                            xlse);
+  Tensor mid2 = b.empty(mid.shape(), mid.dtype());
+  {
+    Tensor proj = parallel::reduce_partial(b, tp_, xproj_->forward(b, xattn));
+    xproj_->add_bias(b, proj);
+    b.dropout_add(proj, mid, mid2, pass.dropout(config_.hidden_dropout),
+                  hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
+  }
+  if (keep == Keep::Nothing || keep == Keep::InputOnly) return mid2;
+  saved.norm_x = std::move(norm_x);
+  saved.lnx = std::move(lnx);
+  saved.xq = std::move(xq);
+  saved.xkv = std::move(xkv);
+  if (keep == Keep::Everything) {
+    saved.xattn = std::move(xattn);
+    saved.xlse = std::move(xlse);
+  }
+  return mid2;
+}
+
+Tensor TransformerBlock::cross_backward(const Pass& pass, const Tensor& dmid2, const Batch& batch,
+                                        const EncoderMemory& memory, Tensor& dmemory,
+                                        BlockActivations& saved) const {
+  tensor::Backend& b = pass.backend;
+  const tensor::CrossAttentionShape shape = cross_shape(batch, memory);
+  const tensor::AttentionOptions options = cross_options(pass, memory);
+  if (!saved.xattn.defined()) {
+    saved.xattn = b.empty({saved.xq.dim(0), heads_ * config_.head_dim}, dmid2.dtype());
+    saved.xlse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
+    b.cross_attention_forward(saved.xq, saved.xkv, shape, options, saved.xattn, saved.xlse);
+  }
+  Tensor dmid = b.empty(dmid2.shape(), dmid2.dtype());
+  b.copy(dmid2, dmid);
+  Tensor dproj = b.empty(dmid2.shape(), dmid2.dtype());
+  b.dropout_backward(dmid2, dproj, pass.dropout(config_.hidden_dropout),
+                     hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
+  xproj_->bias_grad(b, dproj);
+  Tensor dxattn = xproj_->backward(b, parallel::gather_sequence(b, tp_, dproj), saved.xattn);
+  dproj = {};
+  Tensor dxq = b.empty(saved.xq.shape(), dmid2.dtype());
+  Tensor dxkv = b.empty(saved.xkv.shape(), dmid2.dtype());
+  b.cross_attention_backward(saved.xq, saved.xkv, saved.xattn, dxattn, saved.xlse, shape, options,
+                             dxq, dxkv);
+  saved.xattn = {};
+  saved.xlse = {};
+  saved.xq = {};
+  saved.xkv = {};
+  b.add(dmemory, xkv_->backward(b, dxkv, memory.states), dmemory);
+  Tensor dlnx = parallel::reduce_partial(b, tp_, xq_->backward(b, dxq, saved.lnx));
+  saved.lnx = {};
+  b.add(dmid, norm_x_->backward(b, dlnx, saved.mid, saved.norm_x), dmid);
+  return dmid;
 }
 
 tensor::RngKey TransformerBlock::hidden_key(const Pass& pass, DropoutSite site,
@@ -63,7 +165,11 @@ tensor::RngKey TransformerBlock::hidden_key(const Pass& pass, DropoutSite site,
 }
 
 Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch& batch,
-                                 BlockActivations& saved, Keep keep) const {
+                                 BlockActivations& saved, Keep keep,
+                                 const EncoderMemory* memory) const {
+  if (spec_.cross_attention != (memory != nullptr)) {
+    throw std::logic_error("TransformerBlock: the encoder output goes to decoder blocks only");
+  }
   tensor::Backend& b = pass.backend;
   const tensor::AttentionShape shape = attention_shape(batch);
 
@@ -85,8 +191,12 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
                   hidden_key(pass, DropoutSite::AttentionOut, batch));
   }
 
+  // A decoder block's MLP continues from its cross-attention's output.
+  Tensor mid2 = memory ? cross_forward(pass, mid, batch, *memory, saved, keep) : Tensor();
+  const Tensor& into_mlp = memory ? mid2 : mid;
+
   Norm::Saved norm2;
-  Tensor ln2 = parallel::gather_sequence(b, tp_, norm2_.forward(b, mid, norm2));
+  Tensor ln2 = parallel::gather_sequence(b, tp_, norm2_.forward(b, into_mlp, norm2));
   Tensor fc1 = fc1_.forward(b, ln2);
   Tensor act = b.empty({rows, ffn_}, x.dtype());
   if (is_swiglu(config_)) {
@@ -98,7 +208,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   {
     Tensor fc2 = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
     fc2_.add_bias(b, fc2);
-    b.dropout_add(fc2, mid, y, pass.dropout(config_.hidden_dropout),
+    b.dropout_add(fc2, into_mlp, y, pass.dropout(config_.hidden_dropout),
                   hidden_key(pass, DropoutSite::MlpOut, batch));
   }
 
@@ -113,6 +223,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
     saved.lse = std::move(lse);
   }
   saved.mid = std::move(mid);
+  saved.mid2 = std::move(mid2);
   saved.norm2 = std::move(norm2);
   saved.ln2 = std::move(ln2);
   saved.fc1 = std::move(fc1);
@@ -127,8 +238,9 @@ LayerCache TransformerBlock::make_cache(tensor::Backend& b, int64_t batch, int64
 
 Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int64_t batch,
                                         int64_t seq, int64_t start, LayerCache& cache) const {
-  if (tp_.sequence_parallel) {
-    throw std::logic_error("forward_cached: generation runs without sequence parallelism");
+  if (tp_.sequence_parallel || spec_.cross_attention) {
+    throw std::logic_error("forward_cached: generation runs decoder-only blocks without sequence "
+                           "parallelism");
   }
   const tensor::AttentionShape shape{
       .batch = batch, .seq = seq, .heads = heads_, .groups = groups_, .head_dim = config_.head_dim};
@@ -164,13 +276,17 @@ Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int
 }
 
 Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batch& batch,
-                                  BlockActivations& saved) const {
+                                  BlockActivations& saved, const EncoderMemory* memory,
+                                  Tensor* dmemory) const {
   tensor::Backend& b = pass.backend;
+  if (spec_.cross_attention != (memory != nullptr && dmemory != nullptr)) {
+    throw std::logic_error("TransformerBlock: a decoder block's backward needs the encoder output");
+  }
   if (!saved.qkv.defined()) {
     // Full recompute: run the block again from its input, keeping everything this time.
     // Dropout draws from the same streams, so the recomputed activations are identical.
     const Tensor input = saved.input;
-    forward(pass, input, batch, saved, Keep::Everything);
+    forward(pass, input, batch, saved, Keep::Everything, memory);
   }
   const tensor::AttentionShape shape = attention_shape(batch);
   const tensor::AttentionOptions options = attention_options(pass, batch);
@@ -199,10 +315,13 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     saved.fc1 = {};
     Tensor dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
     saved.ln2 = {};
-    Tensor dnorm2 = norm2_.backward(b, dln2, saved.mid, saved.norm2);
+    Tensor dnorm2 = norm2_.backward(b, dln2, memory ? saved.mid2 : saved.mid, saved.norm2);
     b.add(dmid, dnorm2, dmid);
-    saved.mid = {};
+    saved.mid2 = {};
   }
+  // Until here dmid was the gradient of the MLP's input: mid2 in a decoder block.
+  if (memory) dmid = cross_backward(pass, dmid, batch, *memory, *dmemory, saved);
+  saved.mid = {};
 
   // Attention: mid = x + dropout(proj(core(qkv(norm1(x)))))
   Tensor dx = b.empty(dy.shape(), dy.dtype());

@@ -1,7 +1,8 @@
 // One pre-norm transformer block: x + dropout(attn(norm(x))), then + dropout(mlp(norm(.))),
 // with explicit forward and backward, the activations it keeps spelled out, and Megatron's
 // tensor parallelism (heads and FFN split; sequence-parallel norms and dropout). Attention is
-// causal or bidirectional with the batch's padding mask, as the config says.
+// causal or bidirectional with the batch's padding mask, as the block's spec says; a T5
+// decoder block adds cross-attention over the encoder output between the two.
 #pragma once
 
 #include <memory>
@@ -29,6 +30,29 @@ struct BlockActivations {
   tensor::Tensor ln2;  // the whole sequence
   tensor::Tensor fc1;  // before the activation
   tensor::Tensor act;  // after it
+  // Decoder blocks: mid2 = mid + dropout(proj(cross(q(norm(mid)), kv(memory)))), the MLP's
+  // residual input.
+  Norm::Saved norm_x;
+  tensor::Tensor lnx;    // the whole sequence
+  tensor::Tensor xq;     // cross-attention queries
+  tensor::Tensor xkv;    // its keys and values, from the encoder output
+  tensor::Tensor xattn;  // its core output; dropped under selective recompute
+  tensor::Tensor xlse;   // ditto
+  tensor::Tensor mid2;
+};
+
+// The encoder output a decoder block attends to: every row of the sequence (gathered under
+// sequence parallelism), [batch * seq, hidden] of the model's dtype, with its padding mask.
+struct EncoderMemory {
+  tensor::Tensor states;
+  int64_t seq = 0;
+  std::vector<int64_t> key_lengths;  // empty: every key
+};
+
+// What kind of block this is, decided once when the model is assembled.
+struct BlockSpec {
+  bool causal = true;            // self-attention mask; false: bidirectional with padding
+  bool cross_attention = false;  // T5 decoder
 };
 
 enum class Keep {
@@ -40,12 +64,15 @@ enum class Keep {
 
 class TransformerBlock {
  public:
-  TransformerBlock(ParameterSet& params, const ModelConfig& config, int64_t layer);
+  TransformerBlock(ParameterSet& params, const ModelConfig& config, int64_t layer, BlockSpec spec);
+  const BlockSpec& spec() const { return spec_; }
 
   // x: this rank's rows of the hidden states ([batch * seq / tp, hidden] under sequence
   // parallelism, else all of them) of `batch`, which gives the shape and the padding mask.
+  // `memory`: the encoder output, for a block with cross-attention only.
   tensor::Tensor forward(const Pass& pass, const tensor::Tensor& x, const Batch& batch,
-                         BlockActivations& saved, Keep keep) const;
+                         BlockActivations& saved, Keep keep,
+                         const EncoderMemory* memory = nullptr) const;
   // Generation: the `seq` new tokens of each of `batch` sequences (x [batch * seq, hidden], no
   // sequence parallelism), at positions start.. after the cache's first `start`; their keys and
   // values join the cache. No dropout, nothing kept.
@@ -53,17 +80,29 @@ class TransformerBlock {
                                 int64_t seq, int64_t start, LayerCache& cache) const;
   // An empty cache for `batch` sequences of up to `capacity` positions.
   LayerCache make_cache(tensor::Backend& backend, int64_t batch, int64_t capacity) const;
-  // Consumes `saved`; returns dx.
+  // Consumes `saved`; returns dx. A block with cross-attention adds its share of the gradient
+  // of memory->states to *dmemory (a partial sum over tensor-parallel ranks, every row).
   tensor::Tensor backward(const Pass& pass, const tensor::Tensor& dy, const Batch& batch,
-                          BlockActivations& saved) const;
+                          BlockActivations& saved, const EncoderMemory* memory = nullptr,
+                          tensor::Tensor* dmemory = nullptr) const;
 
  private:
   tensor::AttentionShape attention_shape(const Batch& batch) const;
   tensor::AttentionOptions attention_options(const Pass& pass, const Batch& batch) const;
+  tensor::CrossAttentionShape cross_shape(const Batch& batch, const EncoderMemory& memory) const;
+  tensor::AttentionOptions cross_options(const Pass& pass, const EncoderMemory& memory) const;
+  // mid -> mid2 (decoder blocks), keeping what backward needs in `saved` when asked.
+  tensor::Tensor cross_forward(const Pass& pass, const tensor::Tensor& mid, const Batch& batch,
+                               const EncoderMemory& memory, BlockActivations& saved, Keep keep) const;
+  // d mid2 -> the gradient of mid through the cross-attention (and its residual).
+  tensor::Tensor cross_backward(const Pass& pass, const tensor::Tensor& dmid2, const Batch& batch,
+                                const EncoderMemory& memory, tensor::Tensor& dmemory,
+                                BlockActivations& saved) const;
   // Dropout on this rank's rows of the hidden states draws what those rows draw in one process.
   tensor::RngKey hidden_key(const Pass& pass, DropoutSite site, const Batch& batch) const;
 
   const ModelConfig& config_;
+  BlockSpec spec_;
   parallel::TensorParallel tp_;
   int64_t heads_, groups_, ffn_;  // this rank's
   int64_t layer_;
@@ -73,6 +112,9 @@ class TransformerBlock {
   Norm norm2_;
   Linear fc1_;
   Linear fc2_;
+  // Decoder blocks only.
+  std::unique_ptr<Norm> norm_x_;
+  std::unique_ptr<Linear> xq_, xkv_, xproj_;
 };
 
 }  // namespace megatron::model

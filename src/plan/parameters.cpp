@@ -88,8 +88,8 @@ Count output_parameters(const ModelShape& x) {
       out += replicated(add(mul(x.h, x.h), x.h));  // pooler
       out += replicated(add(mul(2, x.h), 2));      // next-sentence classifier
     }
-  } else if (x.arch == recipe::Arch::T5) {
-    out += split(x, x.V);  // LM head bias, vocab-parallel
+  } else if (x.arch == recipe::Arch::T5 && x.tied) {
+    out += split(x, x.V);  // LM head bias, vocab-parallel: Megatron's T5LMHead has one when tied
   }
   return out;
 }

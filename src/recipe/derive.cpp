@@ -200,6 +200,12 @@ class Deriver {
               fmt::format("with sequence parallelism data.seq_length ({}) must be divisible by "
                           "parallel.tensor ({}): {} % {} = {}",
                           s, p.tensor, s, p.tensor, s % p.tensor));
+    if (p.sequence_parallel && m.arch == Arch::T5 && d_.decoder_seq_length % p.tensor != 0)
+      fail_at(where_.at("data.decoder_seq_length"),
+              fmt::format("with sequence parallelism data.decoder_seq_length ({}) must be divisible "
+                          "by parallel.tensor ({}): {} % {} = {}",
+                          d_.decoder_seq_length, p.tensor, d_.decoder_seq_length, p.tensor,
+                          d_.decoder_seq_length % p.tensor));
     const int64_t two_c = mul(2, p.context, "parallel.context", "2 x parallel.context");
     if (p.context > 1 && s % two_c != 0)
       fail_at(

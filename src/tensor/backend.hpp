@@ -72,6 +72,25 @@ struct AttentionOptions {
   std::vector<int64_t> key_lengths;
 };
 
+// Cross-attention (T5's decoder over the encoder output): queries from one tensor, keys and
+// values from another, each with its own sequence length.
+struct CrossAttentionShape {
+  int64_t batch = 0;
+  int64_t q_seq = 0;   // query rows per sequence
+  int64_t kv_seq = 0;  // key/value rows per sequence, at least 1
+  int64_t heads = 0;   // query heads
+  int64_t groups = 0;  // key/value heads; heads % groups == 0
+  int64_t head_dim = 0;
+  // q: [batch * q_seq, heads * head_dim], head h at column h * head_dim (rows b * q_seq + i).
+  // kv: [batch * kv_seq, 2 * groups * head_dim]: group g's key at column 2 * g * head_dim and its
+  // value at (2 * g + 1) * head_dim (Megatron-Core's linear_kv layout), rows b * kv_seq + j.
+  // Query head h reads group h / (heads / groups).
+  int64_t q_width() const { return heads * head_dim; }
+  int64_t kv_width() const { return 2 * groups * head_dim; }
+  int64_t key_column(int64_t group) const { return 2 * group * head_dim; }
+  int64_t value_column(int64_t group) const { return (2 * group + 1) * head_dim; }
+};
+
 // Rotary position embedding (rotate-half convention of Megatron and Hugging Face Llama):
 // within the first `rotary_dim` channels of each q and k head, channel i < rotary_dim / 2 pairs
 // with i + rotary_dim / 2, rotated by angle t * base^(-2i / rotary_dim) for token position t.
@@ -216,6 +235,23 @@ class Backend {
   // heads * head_dim]; start + seq <= capacity. No dropout: inference only.
   virtual void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start,
                                 float scale, Tensor& k_cache, Tensor& v_cache, Tensor& out) = 0;
+
+  // Cross-attention (CrossAttentionShape's layouts): out [batch * q_seq, heads * head_dim] (q's
+  // dtype), lse f32 [batch, heads, q_seq]: log-sum-exp of each scaled score row. q, kv and out
+  // share one float dtype. options.causal must be false; options.key_lengths (empty, or one per
+  // sequence in 1..kv_seq) masks keys at and after the length; dropout on the probabilities with
+  // element index ((b * total_heads + head_offset + h) * q_seq + i) * kv_seq + j, drawn exactly as
+  // attention_forward draws its dropout (the same uniform_at of (rng, index)).
+  virtual void cross_attention_forward(const Tensor& q, const Tensor& kv,
+                                       const CrossAttentionShape& shape,
+                                       const AttentionOptions& options, Tensor& out,
+                                       Tensor& lse) = 0;
+  // dq (q's shape) and dkv (kv's shape) overwritten; every tensor but lse of q's dtype.
+  virtual void cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
+                                        const Tensor& dout, const Tensor& lse,
+                                        const CrossAttentionShape& shape,
+                                        const AttentionOptions& options, Tensor& dq,
+                                        Tensor& dkv) = 0;
 
   // --- loss ----------------------------------------------------------------------------------
   // Per row of logits [n, v]: loss[i] = logsumexp(logits[i]) - logits[i, targets[i]], lse[i] =

@@ -18,7 +18,7 @@
 #include "tensor/cpu_backend.hpp"
 #include "tensor/cpu_dispatch.hpp"
 #include "tensor/cpu_fast_exp.hpp"
-#include "tensor/random.hpp"
+#include "tensor/cpu_uniforms.hpp"
 
 namespace megatron::tensor {
 namespace {
@@ -26,6 +26,7 @@ namespace {
 // Query and key rows per block: a 64 x 64 f32 score block (16 KiB) stays in L1 next to the
 // head_dim-wide blocks it multiplies.
 constexpr int64_t kBlock = 64;
+static_assert(kBlock <= cpu::kMaxUniforms, "a row block's dropout uniforms are drawn in one run");
 
 // The block products hold a 4-row by kTileVecs-vector tile of the result in registers.
 #if defined(__AVX512F__)
@@ -119,43 +120,6 @@ void block_product(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs
           break;
       }
     }
-  }
-}
-
-// out[i] = uniform_at(key, first + i) for i < n <= kBlock, computing each Philox block once and
-// the blocks side by side (structure of arrays) so that the rounds vectorise.
-void block_uniforms(RngKey key, uint64_t first, int64_t n, float* out) {
-  constexpr int kMaxBlocks = kBlock / 4 + 1;
-  const uint64_t block0 = first / 4;
-  const int blocks = static_cast<int>((first + static_cast<uint64_t>(n) + 3) / 4 - block0);
-  uint32_t w0[kMaxBlocks], w1[kMaxBlocks], w2[kMaxBlocks], w3[kMaxBlocks];
-  for (int i = 0; i < blocks; ++i) {
-    const uint64_t block = block0 + static_cast<uint64_t>(i);
-    w0[i] = static_cast<uint32_t>(block);
-    w1[i] = static_cast<uint32_t>(block >> 32);
-    w2[i] = static_cast<uint32_t>(key.stream);
-    w3[i] = static_cast<uint32_t>(key.stream >> 32);
-  }
-  uint32_t k0 = static_cast<uint32_t>(key.seed), k1 = static_cast<uint32_t>(key.seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    for (int i = 0; i < blocks; ++i) {
-      const uint64_t p0 = uint64_t{0xD2511F53u} * w0[i];
-      const uint64_t p1 = uint64_t{0xCD9E8D57u} * w2[i];
-      w0[i] = static_cast<uint32_t>(p1 >> 32) ^ w1[i] ^ k0;
-      w1[i] = static_cast<uint32_t>(p1);
-      w2[i] = static_cast<uint32_t>(p0 >> 32) ^ w3[i] ^ k1;
-      w3[i] = static_cast<uint32_t>(p0);
-    }
-  }
-  const uint32_t* words[4] = {w0, w1, w2, w3};
-  const uint64_t skip = first - block0 * 4;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t w = skip + static_cast<uint64_t>(i);
-    out[i] = uniform_from_bits(words[w % 4][w / 4]);
   }
 }
 
@@ -279,7 +243,7 @@ struct Dropout {
   // factor[c] = keep_scale or 0 for the first n columns j0.. of row i.
   void factors(int64_t i, int64_t j0, int64_t n, float* factor) const {
     const uint64_t first = head_base + static_cast<uint64_t>(i * seq + j0);
-    block_uniforms(key, first, n, factor);
+    cpu::block_uniforms(key, first, n, factor);
 #pragma omp simd
     for (int64_t c = 0; c < n; ++c) factor[c] = factor[c] >= p ? keep_scale : 0.0f;
   }

@@ -466,6 +466,21 @@ void CudaBackend::attention_cached(const Tensor& qkv, const AttentionShape& shap
   kernels::attention_decode(state_->stream(), qkv, shape, start, scale, k_cache, v_cache, out);
 }
 
+void CudaBackend::cross_attention_forward(const Tensor& q, const Tensor& kv,
+                                          const CrossAttentionShape& shape,
+                                          const AttentionOptions& options, Tensor& out,
+                                          Tensor& lse) {
+  kernels::cross_attention_forward(state_->stream(), q, kv, shape, options, out, lse);
+}
+void CudaBackend::cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
+                                           const Tensor& dout, const Tensor& lse,
+                                           const CrossAttentionShape& shape,
+                                           const AttentionOptions& options, Tensor& dq,
+                                           Tensor& dkv) {
+  kernels::cross_attention_backward(state_->stream(), state_->workspace, q, kv, out, dout, lse,
+                                    shape, options, dq, dkv);
+}
+
 void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
                                         Tensor& lse, VocabShard shard) {
   kernels::cross_entropy_forward(state_->stream(), logits, targets, loss, lse, shard);

@@ -88,6 +88,12 @@ class CudaBackend final : public Backend {
                           const AttentionOptions& options, Tensor& dqkv) override;
   void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start, float scale,
                         Tensor& k_cache, Tensor& v_cache, Tensor& out) override;
+  void cross_attention_forward(const Tensor& q, const Tensor& kv, const CrossAttentionShape& shape,
+                               const AttentionOptions& options, Tensor& out, Tensor& lse) override;
+  void cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
+                                const Tensor& dout, const Tensor& lse,
+                                const CrossAttentionShape& shape, const AttentionOptions& options,
+                                Tensor& dq, Tensor& dkv) override;
 
   void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
                              Tensor& lse, VocabShard shard = {}) override;

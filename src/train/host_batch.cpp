@@ -1,5 +1,6 @@
 #include "train/host_batch.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -13,8 +14,14 @@ HostBatch assemble_batch(const data::SampleSource& source, int64_t first, int64_
   for (int64_t i = first; i < first + count; ++i) {
     data::Sample s = source.sample(i % source.size());
     out.seq = static_cast<int64_t>(s.tokens.size());
-    for (size_t t = 0; t < s.tokens.size(); ++t) {
-      for (int32_t id : {s.tokens[t], s.labels[t]}) {
+    out.decoder_seq = static_cast<int64_t>(s.decoder_tokens.size());
+    if (spec.decoder != !s.decoder_tokens.empty() ||
+        s.labels.size() != (spec.decoder ? s.decoder_tokens.size() : s.tokens.size())) {
+      throw std::logic_error("assemble_batch: sample " + std::to_string(i) +
+                             " does not have the model family's layout");
+    }
+    for (const auto* ids : {&s.tokens, &s.labels, &s.decoder_tokens}) {
+      for (const int32_t id : *ids) {
         if (id < 0 || id >= spec.vocab_size) {
           throw UserError("sample " + std::to_string(i) + " holds token id " + std::to_string(id) +
                           ", outside model.vocab_size " + std::to_string(spec.vocab_size) +
@@ -22,6 +29,7 @@ HostBatch assemble_batch(const data::SampleSource& source, int64_t first, int64_
         }
       }
     }
+    out.decoder_tokens.insert(out.decoder_tokens.end(), s.decoder_tokens.begin(), s.decoder_tokens.end());
     out.tokens.insert(out.tokens.end(), s.tokens.begin(), s.tokens.end());
     out.labels.insert(out.labels.end(), s.labels.begin(), s.labels.end());
     out.positions.insert(out.positions.end(), s.position_ids.begin(), s.position_ids.end());
@@ -45,10 +53,19 @@ model::Batch upload_batch(tensor::Backend& backend, const HostBatch& host, const
                    .sentence_order = host.sentence_order,
                    .valid_lengths = host.valid_lengths};
   const tensor::Shape shape{host.batch * host.seq};
+  // T5's targets are the decoder's; its positions are 0.. in both stacks.
+  const tensor::Shape targets{spec.decoder ? host.batch * host.decoder_seq : host.batch * host.seq};
   out.tokens = tensor::from_ints(backend, host.tokens, shape);
-  out.labels = tensor::from_ints(backend, host.labels, shape);
-  out.loss_mask = tensor::from_floats(backend, host.loss_mask, shape);
+  out.labels = tensor::from_ints(backend, host.labels, targets);
+  out.loss_mask = tensor::from_floats(backend, host.loss_mask, targets);
   out.positions = tensor::from_ints(backend, host.positions, shape);
+  if (spec.decoder) {
+    out.decoder_seq = host.decoder_seq;
+    out.decoder_tokens = tensor::from_ints(backend, host.decoder_tokens, targets);
+    std::vector<int32_t> positions(size_t(host.batch * host.decoder_seq));
+    for (size_t r = 0; r < positions.size(); ++r) positions[r] = int32_t(int64_t(r) % host.decoder_seq);
+    out.decoder_positions = tensor::from_ints(backend, positions, targets);
+  }
   if (spec.token_types) out.token_types = tensor::from_ints(backend, host.types, shape);
   return out;
 }

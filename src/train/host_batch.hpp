@@ -15,7 +15,9 @@ namespace megatron::train {
 
 struct HostBatch {
   int64_t batch = 0, seq = 0;
+  int64_t decoder_seq = 0;  // T5
   std::vector<int32_t> tokens, labels, positions, types;
+  std::vector<int32_t> decoder_tokens;  // T5
   std::vector<float> loss_mask;
   std::vector<int64_t> key_lengths, valid_lengths;
   std::vector<int32_t> sentence_order;

@@ -1,5 +1,6 @@
 #include "train/mock_data.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
@@ -112,6 +113,61 @@ data::Sample MockBertSource::sample(int64_t i) const {
   std::iota(out.position_ids.begin(), out.position_ids.end(), 0);
   out.valid_length = int32_t(length);
   out.sentence_order = binary_head_ ? int32_t(swapped) : -1;
+  return out;
+}
+
+MockT5Source::MockT5Source(int64_t encoder_length, int64_t decoder_length, int64_t vocab_size,
+                           int64_t sentinels, uint64_t seed, int split, int64_t size)
+    : encoder_length_(encoder_length), decoder_length_(decoder_length), vocab_size_(vocab_size),
+      sentinels_(sentinels), words_(vocab_size - sentinels - kFirstWord), seed_(seed),
+      split_(split), size_(size) {
+  if (encoder_length < 4 || decoder_length < 1 || sentinels < 1 || words_ < 2)
+    throw std::invalid_argument("MockT5Source: needs 4 encoder positions, a sentinel and 2 word ids");
+  std::tie(multiplier_, offset_) = affine_map(seed, uint64_t(words_));
+}
+
+data::Sample MockT5Source::sample(int64_t i) const {
+  const uint64_t v = uint64_t(words_);
+  const uint64_t stream = (uint64_t(split_) << 48) ^ uint64_t(i) ^ (1ull << 45);
+  const auto head = words(seed_, stream, ~0ull);
+  const int64_t target = encoder_length_ - 2;
+  const int64_t length = unit(head[0]) < 0.1 ? 2 + int64_t(head[1] % uint64_t(target - 1)) : target;
+  std::vector<int32_t> walk(static_cast<size_t>(length));
+  uint64_t token = 0;
+  for (int64_t t = 0; t < length; ++t) {
+    const auto w = words(seed_, stream, uint64_t(t));
+    token = (t == 0 || w[0] % kJumpOneIn == 0) ? w[1] % v : (multiplier_ * token + offset_) % v;
+    walk[size_t(t)] = kFirstWord + int32_t(token);
+  }
+  data::Sample out;
+  std::vector<int32_t> decoder{kBos};
+  int64_t spans = 0;
+  for (int64_t t = 0; t < length;) {
+    const auto w = words(seed_, stream ^ (1ull << 44), uint64_t(t));
+    const int64_t n = std::min<int64_t>(1 + int64_t(w[1] % 5), length - t);
+    if (unit(w[0]) >= 0.05 || spans == sentinels_ || int64_t(decoder.size()) + 1 + n > decoder_length_) {
+      out.tokens.push_back(walk[size_t(t++)]);
+      continue;
+    }
+    const int32_t sentinel = int32_t(vocab_size_ - sentinels_ + spans++);
+    out.tokens.push_back(sentinel);
+    out.labels.push_back(sentinel);
+    decoder.push_back(sentinel);
+    for (int64_t k = 0; k < n; ++k, ++t) {
+      out.labels.push_back(walk[size_t(t)]);
+      decoder.push_back(walk[size_t(t)]);
+    }
+  }
+  out.labels.push_back(kEos);
+  out.valid_length = int32_t(out.tokens.size());
+  out.loss_mask.assign(size_t(decoder_length_), 0.0f);
+  std::fill(out.loss_mask.begin(), out.loss_mask.begin() + std::ptrdiff_t(decoder.size()), 1.0f);
+  out.tokens.resize(size_t(encoder_length_), kPad);
+  decoder.resize(size_t(decoder_length_), kPad);
+  out.decoder_tokens = std::move(decoder);
+  out.labels.resize(size_t(decoder_length_), 0);
+  out.position_ids.resize(size_t(encoder_length_));
+  std::iota(out.position_ids.begin(), out.position_ids.end(), 0);
   return out;
 }
 

@@ -48,4 +48,26 @@ class MockBertSource final : public data::SampleSource {
   uint64_t multiplier_ = 1, offset_ = 0;
 };
 
+// Synthetic T5 samples, a pure function of (seed, split, i): the same kind of walk over word ids
+// 3..V-n-1 (0 [PAD], 1 [BOS], 2 [EOS]; the last n ids are the sentinels), one sample in ten
+// shorter than the encoder; spans of 1 to 5 tokens start at about one token in twenty (about 15%
+// masked, as T5's rate) while sentinels and decoder positions last, and become T5's layout:
+// each span a sentinel in the encoder, decoder input [BOS] (sentinel, span)..., labels
+// (sentinel, span)... [EOS].
+class MockT5Source final : public data::SampleSource {
+ public:
+  static constexpr int32_t kPad = 0, kBos = 1, kEos = 2, kFirstWord = 3;
+  MockT5Source(int64_t encoder_length, int64_t decoder_length, int64_t vocab_size,
+               int64_t sentinels, uint64_t seed, int split, int64_t size);
+  int64_t size() const override { return size_; }
+  data::Sample sample(int64_t i) const override;
+
+ private:
+  int64_t encoder_length_, decoder_length_, vocab_size_, sentinels_, words_;
+  uint64_t seed_;
+  int split_;
+  int64_t size_;
+  uint64_t multiplier_ = 1, offset_ = 0;
+};
+
 }  // namespace megatron::train

@@ -234,6 +234,19 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
                                                        valid_samples, nsp),
             .description = "mock (masked random phrases in two segments)"};
   }
+  if (r.data.mock && r.model.arch == recipe::Arch::T5) {
+    const int64_t dec = compiled.derived.decoder_seq_length, extra = compiled.derived.vocab_extra_ids;
+    if (vocab - extra - MockT5Source::kFirstWord < 2) {
+      throw UserError(fmt::format("{}: model.vocab_size {} leaves no word ids beside {} sentinels for "
+                                  "mock T5 data; raise it",
+                                  compiled.file, vocab, extra));
+    }
+    return {.train = std::make_shared<MockT5Source>(r.data.seq_length, dec, vocab, extra,
+                                                     r.training.seed, 0, train_samples),
+            .valid = std::make_shared<MockT5Source>(r.data.seq_length, dec, vocab, extra,
+                                                     r.training.seed, 1, valid_samples),
+            .description = "mock (random phrases with masked spans)"};
+  }
   if (r.data.mock) {
     return {.train = std::make_shared<MockGptSource>(r.data.seq_length, vocab, r.training.seed, 0,
                                                       train_samples),
@@ -270,7 +283,8 @@ BatchSpec batch_spec(const model::ModelConfig& config) {
           .token_types = config.token_types > 0,
           .padding_mask = !config.causal,
           .valid_lengths = config.classes > 0 && !config.pooler,
-          .sentence_order = config.binary_head || config.classes > 0};
+          .sentence_order = config.binary_head || config.classes > 0,
+          .decoder = config.encoder_decoder};
 }
 
 model::Batch make_batch(tensor::Backend& backend, const data::SampleSource& source,

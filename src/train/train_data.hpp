@@ -39,6 +39,7 @@ struct BatchSpec {
   bool padding_mask = false;    // keys per sequence (bidirectional attention)
   bool valid_lengths = false;   // a classifier on each sequence's last token
   bool sentence_order = false;  // the binary head's targets
+  bool decoder = false;         // T5: the decoder's inputs
 };
 BatchSpec batch_spec(const model::ModelConfig& config);
 

@@ -49,7 +49,14 @@ void log_start(const RunContext& run) {
   const auto& g = run.groups;
   const model::ModelConfig& config = run.config;
   spdlog::info("megatron run {}: {}, {} layers, hidden {}, {} heads, seq {}, {:.2f}M parameters ({})",
-               c.file, recipe::name_of(r.model.arch), config.num_layers, config.hidden, config.heads, config.seq_length,
+               c.file, recipe::name_of(r.model.arch),
+               config.encoder_decoder
+                   ? fmt::format("{} encoder + {} decoder", config.num_layers, config.decoder_layers)
+                   : std::to_string(config.num_layers),
+               config.hidden, config.heads,
+               config.encoder_decoder
+                   ? fmt::format("{} + {}", config.seq_length, config.decoder_seq_length)
+                   : std::to_string(config.seq_length),
                double(whole_model_parameters(run)) / 1e6, tensor::name(config.dtype));
   spdlog::info("{} rank{} on {}: layout tensor {} x pipeline {}{} x data {}{}{}; global batch {} = "
                "{} micro-batches x {}; {} iterations",
@@ -168,8 +175,9 @@ UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks) 
 TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) {
   const recipe::Recipe& r = c.recipe;
   const recipe::Derived& d = c.derived;
-  if (r.model.arch == recipe::Arch::T5) {
-    throw UserError(c.file + ": model.arch: t5 does not train yet (gpt and bert do)");
+  if (r.model.arch == recipe::Arch::T5 && r.parallel.pipeline != 1) {
+    throw UserError(c.file + ": parallel.pipeline: T5 trains on one pipeline stage so far; set "
+                             "parallel.pipeline=1 (tensor, sequence and data parallelism work)");
   }
   if (r.parallel.context != 1) {
     throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "

@@ -58,6 +58,18 @@ inline model::ModelConfig as_bert(model::ModelConfig c, bool binary_head = true)
 
 inline model::ModelConfig tiny_bert_config() { return as_bert(tiny_gpt_config()); }
 
+// `c` made T5-shaped: c.num_layers encoder layers (bidirectional over a padding mask) and
+// `decoder_layers` decoder layers over `decoder_seq` positions, the tied head's bias.
+inline model::ModelConfig as_t5(model::ModelConfig c, int64_t decoder_layers, int64_t decoder_seq) {
+  c.arch = recipe::Arch::T5;
+  c.causal = false;
+  c.encoder_decoder = true;
+  c.decoder_layers = decoder_layers;
+  c.decoder_seq_length = decoder_seq;
+  c.output_bias = c.tie_embeddings;
+  return c;
+}
+
 // batch x seq random tokens below vocab; labels the next random tokens; a mask with one zero.
 // For BERT-shaped configs also token types, key lengths (the second sequence padded) and
 // sentence-order targets (alternating).
@@ -66,20 +78,32 @@ inline model::Batch tiny_batch(tensor::Backend& backend, const model::ModelConfi
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(c.vocab - 1));
   const int64_t n = batch * c.seq_length;
-  std::vector<int32_t> tokens(n), labels(n), positions(n);
-  std::vector<float> mask(n, 1.0f);
+  // T5's labels and loss mask are the decoder's.
+  const int64_t m = c.encoder_decoder ? batch * c.decoder_seq_length : n;
+  std::vector<int32_t> tokens(n), labels(m), positions(n);
+  std::vector<float> mask(m, 1.0f);
   for (int64_t i = 0; i < n; ++i) {
     tokens[i] = token(rng);
-    labels[i] = token(rng);
     positions[i] = int32_t(i % c.seq_length);
   }
+  for (int64_t i = 0; i < m; ++i) labels[i] = token(rng);
   mask[1] = 0.0f;
   model::Batch out{.batch = batch,
                    .seq = c.seq_length,
                    .tokens = tensor::from_ints(backend, tokens, {n}),
-                   .labels = tensor::from_ints(backend, labels, {n}),
-                   .loss_mask = tensor::from_floats(backend, mask, {n}),
+                   .labels = tensor::from_ints(backend, labels, {m}),
+                   .loss_mask = tensor::from_floats(backend, mask, {m}),
                    .positions = tensor::from_ints(backend, positions, {n})};
+  if (c.encoder_decoder) {
+    std::vector<int32_t> decoder(m), decoder_positions(m);
+    for (int64_t i = 0; i < m; ++i) {
+      decoder[i] = token(rng);
+      decoder_positions[i] = int32_t(i % c.decoder_seq_length);
+    }
+    out.decoder_seq = c.decoder_seq_length;
+    out.decoder_tokens = tensor::from_ints(backend, decoder, {m});
+    out.decoder_positions = tensor::from_ints(backend, decoder_positions, {m});
+  }
   if (c.token_types > 0) {
     std::vector<int32_t> types(n);
     for (int64_t i = 0; i < n; ++i) types[i] = (i % c.seq_length) * 2 >= c.seq_length ? 1 : 0;

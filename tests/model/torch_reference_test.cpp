@@ -38,6 +38,23 @@ std::string name_of(recipe::Activation a) {
   return "?";
 }
 
+// Every parameter's value and gradient as raw f32 files; their manifest entries.
+nlohmann::json write_parameters(tensor::Backend& b, const LanguageModel& m,
+                                const std::filesystem::path& dir) {
+  nlohmann::json params = nlohmann::json::array();
+  int index = 0;
+  for (const auto& p : m.parameters().all()) {
+    const std::string stem = "p" + std::to_string(index++);
+    write_raw(dir / (stem + ".value.f32"), tensor::to_floats(b, p->value));
+    write_raw(dir / (stem + ".grad.f32"), tensor::to_floats(b, p->grad));
+    params.push_back({{"name", p->name},
+                      {"shape", p->value.shape()},
+                      {"value", stem + ".value.f32"},
+                      {"grad", stem + ".grad.f32"}});
+  }
+  return params;
+}
+
 // Runs one forward and backward and writes everything the reference needs to `dir`.
 void dump(const ModelConfig& c, int64_t batch_size, const std::filesystem::path& dir) {
   tensor::CpuBackend b(2);
@@ -51,17 +68,7 @@ void dump(const ModelConfig& c, int64_t batch_size, const std::filesystem::path&
              {.token = float(1.0 / sum.tokens),
               .sentence = float(1.0 / std::max(sum.sentences, 1.0))});
 
-  nlohmann::json params = nlohmann::json::array();
-  int index = 0;
-  for (const auto& p : m.parameters().all()) {
-    const std::string stem = "p" + std::to_string(index++);
-    write_raw(dir / (stem + ".value.f32"), tensor::to_floats(b, p->value));
-    write_raw(dir / (stem + ".grad.f32"), tensor::to_floats(b, p->grad));
-    params.push_back({{"name", p->name},
-                      {"shape", p->value.shape()},
-                      {"value", stem + ".value.f32"},
-                      {"grad", stem + ".grad.f32"}});
-  }
+  const nlohmann::json params = write_parameters(b, m, dir);
   write_raw(dir / "tokens.i32", tensor::to_ints(b, batch.tokens));
   write_raw(dir / "labels.i32", tensor::to_ints(b, batch.labels));
   write_raw(dir / "positions.i32", tensor::to_ints(b, batch.positions));
@@ -170,6 +177,87 @@ TEST(BertAgainstPyTorch, BertShapedModelBothLossesAndEveryGradientAgree) {
 
 TEST(BertAgainstPyTorch, BertWithoutBinaryHeadAgrees) {
   expect_matches_torch(test_support::as_bert(reference_gpt(), false));
+}
+
+// T5: one forward and backward of an encoder-decoder model, dumped for reference_t5.py, which
+// rebuilds Megatron-Core's T5 in float64; the tolerances are the GPT test's, for the same reason.
+void expect_t5_matches_torch(const ModelConfig& c) {
+  if (!torch_available()) GTEST_SKIP() << "PyTorch is not installed for " << kPython;
+  test_support::TempDir dir;
+  tensor::CpuBackend b(2);
+  LanguageModel m(b, c);
+  m.initialise(1234);
+  const Batch batch = test_support::tiny_batch(b, c, 3, 99);
+  ASSERT_EQ(batch.key_lengths.size(), 3u);
+  const Pass pass{.backend = b, .training = true, .seed = 1, .iteration = 1};
+  Activations saved;
+  const Losses sum = m.forward(pass, batch, &saved);
+  m.backward(pass, batch, saved, {.token = float(1.0 / sum.tokens)});
+  const nlohmann::json params = write_parameters(b, m, dir.path());
+  const auto& p = dir.path();
+  write_raw(p / "tokens.i32", tensor::to_ints(b, batch.tokens));
+  write_raw(p / "positions.i32", tensor::to_ints(b, batch.positions));
+  write_raw(p / "key_lengths.i32", std::vector<int32_t>(batch.key_lengths.begin(), batch.key_lengths.end()));
+  write_raw(p / "decoder_tokens.i32", tensor::to_ints(b, batch.decoder_tokens));
+  write_raw(p / "labels.i32", tensor::to_ints(b, batch.labels));
+  write_raw(p / "loss_mask.f32", tensor::to_floats(b, batch.loss_mask));
+  const nlohmann::json manifest{
+      {"config",
+       {{"num_layers", c.num_layers}, {"decoder_layers", c.decoder_layers}, {"hidden", c.hidden},
+        {"heads", c.heads}, {"groups", c.groups}, {"head_dim", c.head_dim}, {"ffn", c.ffn},
+        {"seq_length", c.seq_length}, {"decoder_seq_length", c.decoder_seq_length},
+        {"position", c.position == recipe::PositionEmbedding::Learned ? "learned" : "rotary"},
+        {"rotary_base", c.rotary_base}, {"rotary_dim", c.rotary_dim()}, {"norm", name_of(c.norm)},
+        {"norm_eps", c.norm_eps}, {"activation", name_of(c.activation)},
+        {"tie_embeddings", c.tie_embeddings}, {"output_bias", c.output_bias}}},
+      {"batch", 3},
+      {"loss", sum.lm / sum.tokens},
+      {"parameters", params},
+      {"inputs",
+       {{"tokens", "tokens.i32"}, {"positions", "positions.i32"}, {"key_lengths", "key_lengths.i32"},
+        {"decoder_tokens", "decoder_tokens.i32"}, {"labels", "labels.i32"},
+        {"loss_mask", "loss_mask.f32"}}}};
+  std::ofstream(p / "manifest.json") << manifest.dump(1);
+  const std::string command = std::string(kPython) + " " + MEGATRON_SOURCE_DIR +
+                              "/tests/model/reference_t5.py --rtol 1e-4 --atol 1e-6 " + p.string() +
+                              " > " + (p / "report.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream report(p / "report.txt");
+  EXPECT_EQ(status, 0) << std::string((std::istreambuf_iterator<char>(report)), {});
+}
+
+// Encoder 24 tokens (the second sequence padded), decoder 9, learned positions, LayerNorm, GeLU:
+// Megatron's T5 shape.
+ModelConfig reference_t5() {
+  ModelConfig c = test_support::as_t5(reference_gpt(), 2, 9);
+  c.num_layers = 2;
+  return c;
+}
+
+TEST(T5AgainstPyTorch, LearnedPositionsLossAndEveryGradientAgree) {
+  expect_t5_matches_torch(reference_t5());
+}
+
+TEST(T5AgainstPyTorch, RotaryRmsNormSwigluGroupedUntiedWithoutBiasesAgree) {
+  ModelConfig c = reference_t5();
+  c.groups = 2;
+  c.position = recipe::PositionEmbedding::Rotary;
+  c.norm = recipe::Norm::RmsNorm;
+  c.activation = recipe::Activation::Swiglu;
+  c.tie_embeddings = false;
+  c.output_bias = false;
+  c.linear_bias = false;
+  c.qkv_bias = false;
+  expect_t5_matches_torch(c);
+}
+
+TEST(T5AgainstPyTorch, DeeperDecoderThanEncoderAgrees) {
+  ModelConfig c = reference_t5();
+  c.num_layers = 1;
+  c.decoder_layers = 3;
+  c.decoder_seq_length = 30;  // longer than the encoder's 24
+  c.max_positions = 32;
+  expect_t5_matches_torch(c);
 }
 
 }  // namespace

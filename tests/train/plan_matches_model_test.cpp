@@ -85,5 +85,21 @@ TEST(PlanMatchesModel, LlamaShapedParametersAreCountedExactlyUnderTensorAndPipel
                       "model.add_bias_linear=false", "model.tie_embeddings=false"}));
 }
 
+TEST(PlanMatchesModel, T5ParametersAreCountedExactly) {
+  expect_plan_counts_the_engines_parameters("recipes/t5-base.yaml",
+                                            with(kSmall, {"model.decoder_num_layers=3"}));
+}
+
+TEST(PlanMatchesModel, T5ShardsAreCountedExactlyUnderTensorParallelism) {
+  expect_plan_counts_the_engines_parameters(
+      "recipes/t5-base.yaml", with(kSmall, {"parallel.tensor=2", "training.global_batch_size=32"}));
+}
+
+TEST(PlanMatchesModel, UntiedT5WithoutBiasesIsCountedExactly) {
+  expect_plan_counts_the_engines_parameters(
+      "recipes/t5-tiny.yaml", {"model.tie_embeddings=false", "model.add_bias_linear=false",
+                               "model.normalization=rmsnorm"});
+}
+
 }  // namespace
 }  // namespace megatron::train

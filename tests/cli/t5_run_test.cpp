@@ -1,0 +1,165 @@
+// `megatron run` for T5: the loss falls on real span-corrupted data; tensor (with sequence) and
+// data parallelism (with the distributed optimizer) train the same model as one process; a
+// resumed run is bitwise the straight run; a tensor-parallel checkpoint continues in one
+// process after `convert`; what does not train yet is one clear line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "cli/run_command.hpp"
+#include "cli/tiny_bert.hpp"
+#include "cli/tiny_job.hpp"
+#include "support/temp_dir.hpp"
+
+namespace megatron::cli {
+namespace {
+
+// t5-tiny shrunk to width 32 with 4 heads; 32 encoder and 12 decoder tokens (at most 4 of the
+// 30 target tokens are masked: 1 + 2 x 4 decoder positions); the vocabulary padded to 30,720
+// rows at tensor 1 and 2 alike.
+std::string t5_model() {
+  return "recipes/t5-tiny.yaml model.hidden_size=32 model.num_attention_heads=4 "
+         "model.ffn_hidden_size=64 model.make_vocab_size_divisible_by=256 data.seq_length=32 "
+         "data.decoder_seq_length=12 data.prefixes=[" + bert_dataset() + "] data.vocab_file=" +
+         kBertVocab + " training.micro_batch_size=2 training.global_batch_size=8 "
+         "training.lr_warmup_fraction=0.1 training.train_iters=10 logging.interval=1 "
+         "eval.interval=5 eval.iters=1 parallel.timeout_minutes=2 parallel.ddp_bucket_size=5000 ";
+}
+
+struct Training {
+  CommandResult result;
+  std::vector<Iteration> metrics;
+};
+
+Training train(int nproc, const std::string& overrides) {
+  test_support::TempDir dir;
+  Training run;
+  run.result = run_job("run " + launch_args(nproc) + t5_model() + overrides + " --run-dir " +
+                       dir.path().string());
+  run.metrics = read_metrics(dir.path());
+  return run;
+}
+
+const std::vector<Iteration>& reference(const std::string& overrides) {
+  static std::map<std::string, Training> runs;
+  auto it = runs.find(overrides);
+  if (it == runs.end()) it = runs.emplace(overrides, train(1, overrides)).first;
+  EXPECT_EQ(it->second.result.exit_code, 0) << it->second.result.err;
+  return it->second.metrics;
+}
+
+// The same tolerance as GPT's and BERT's layouts (parallel_run_test.cpp says why).
+constexpr double kF32Tolerance = 5e-5;
+
+void expect_same_run(const std::vector<Iteration>& one, const std::vector<Iteration>& many,
+                     size_t first = 1) {
+  ASSERT_EQ(one.size(), 10u);
+  ASSERT_EQ(many.size(), one.size() - (first - 1));
+  for (const Iteration& it : many) {
+    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
+    const Iteration& s = one[size_t(it.iteration - 1)];
+    EXPECT_NEAR(it.loss, s.loss, kF32Tolerance * std::abs(s.loss));
+    EXPECT_NEAR(it.grad_norm, s.grad_norm, kF32Tolerance * std::abs(s.grad_norm));
+  }
+}
+
+TEST(T5Run, TheLossFallsOnSpanCorruptedSentences) {
+  test_support::TempDir dir;
+  const CommandResult r = run_job(
+      "run --threads 2 " + t5_model() +
+      "model.hidden_size=64 training.train_iters=60 training.lr=2e-3 training.global_batch_size=16 "
+      "training.micro_batch_size=8 eval.interval=60 eval.iters=2 --run-dir " + dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("t5, 2 encoder + 2 decoder layers"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lm loss value:"), std::string::npos) << "validation reports the loss";
+  const std::vector<Iteration> m = read_metrics(dir.path());
+  ASSERT_EQ(m.size(), 60u);
+  const auto mean = [&](size_t from) {
+    double sum = 0.0;
+    for (size_t i = from; i < from + 10; ++i) sum += m[i].loss;
+    return sum / 10.0;
+  };
+  // Untrained, the loss is about log(30624) = 10.3; sentinels and [EOS] are learnt first.
+  EXPECT_GT(mean(0), 9.0);
+  EXPECT_LT(mean(50), mean(0) - 2.0);
+}
+
+struct Layout {
+  const char* name;
+  int nproc;
+  const char* overrides;
+};
+
+class T5ParallelRun : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(T5ParallelRun, MatchesOneProcessStepForStepWithDropout) {
+  const Training many = train(GetParam().nproc, kDropout + GetParam().overrides);
+  ASSERT_EQ(many.result.exit_code, 0) << many.result.err;
+  expect_same_run(reference(kDropout), many.metrics);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, T5ParallelRun,
+    ::testing::Values(
+        Layout{"tp2_sp", 2, "parallel.tensor=2 parallel.sequence_parallel=true"},
+        Layout{"tp2", 2, "parallel.tensor=2"},
+        Layout{"dp2_distributed_optimizer", 2, "parallel.distributed_optimizer=true"},
+        Layout{"tp2_dp2_sp_distributed_optimizer", 4,
+               "parallel.tensor=2 parallel.sequence_parallel=true "
+               "parallel.distributed_optimizer=true"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+std::string save_to(const std::filesystem::path& dir) {
+  return " checkpoint.save=" + dir.string() + " checkpoint.interval=5 ";
+}
+
+TEST(T5Checkpoint, ResumedRunIsBitwiseTheStraightRun) {
+  test_support::TempDir save;
+  const Training straight = train(1, kDropout + save_to(save.path()));
+  ASSERT_EQ(straight.result.exit_code, 0) << straight.result.err;
+  const Training resumed =
+      train(1, kDropout + " checkpoint.load=" + (save.path() / "iter_0000005").string());
+  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
+  ASSERT_EQ(resumed.metrics.size(), 5u);
+  for (const Iteration& it : resumed.metrics) {
+    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
+    const Iteration& s = straight.metrics[size_t(it.iteration - 1)];
+    EXPECT_EQ(it.loss, s.loss);
+    EXPECT_EQ(it.grad_norm, s.grad_norm);
+  }
+}
+
+TEST(T5Checkpoint, TensorParallelCheckpointContinuesInOneProcessAndAfterConvert) {
+  test_support::TempDir save, one;
+  const Training sharded = train(2, "parallel.tensor=2 parallel.sequence_parallel=true" + save_to(save.path()));
+  ASSERT_EQ(sharded.result.exit_code, 0) << sharded.result.err;
+  const Training resumed = train(1, " checkpoint.load=" + (save.path() / "iter_0000005").string());
+  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
+  expect_same_run(reference(""), resumed.metrics, 6);
+
+  const CommandResult to = run_megatron("convert --quiet --load " + save.path().string() +
+                                        " --save " + one.path().string() + " --tp 1");
+  ASSERT_EQ(to.exit_code, 0) << to.err;
+  const Training continued = train(1, " checkpoint.load=" + (one.path() / "iter_0000010").string() +
+                                          " training.train_iters=12");
+  ASSERT_EQ(continued.result.exit_code, 0) << continued.result.err;
+  EXPECT_EQ(continued.metrics.size(), 2u);
+}
+
+TEST(T5Refusals, APipelineIsOneLineNamingTheSetting) {
+  const CommandResult r = run_job("run " + launch_args(2) + t5_model() + "parallel.pipeline=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("parallel.pipeline: T5 trains on one pipeline stage so far"), std::string::npos)
+      << r.err;
+}
+
+TEST(T5Refusals, ADecoderTooShortForTheSpansNamesTheSetting) {
+  const CommandResult r = run_job("run " + t5_model() + "data.decoder_seq_length=4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("raise it to at least"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("data.decoder_seq_length is 4"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace megatron::cli
