@@ -812,6 +812,10 @@ Common common_params(const Tensor& qkv, const AttentionShape& s, const Attention
   require(d == 32 || d == 64 || d == 80 || d == 96 || d == 128, op,
           "head_dim " + std::to_string(d) + " is not supported (supported: 32, 64, 80, 96, 128)");
   require(o.dropout >= 0.0f && o.dropout < 1.0f, op, "dropout must be in [0, 1)");
+  // The flash kernels never hold a whole score matrix to add a bias to.
+  require(o.bias == nullptr, op,
+          "flash attention takes no score bias (options.bias): use cross_attention_forward and "
+          "_backward with a packed shape");
   require(o.key_lengths.empty() || int64_t(o.key_lengths.size()) == s.batch, op,
           "key_lengths has " + std::to_string(o.key_lengths.size()) + " entries for a batch of " +
               std::to_string(s.batch));

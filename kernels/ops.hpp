@@ -106,15 +106,17 @@ void attention_decode(cudaStream_t stream, const Tensor& qkv, const AttentionSha
                       int64_t start, float scale, const Tensor& k_cache, const Tensor& v_cache,
                       Tensor& out);
 
-// Cross-attention (cross_attention.cu): one block per query row (forward, dQ) and per key row
-// of a group (dK/dV, looping over the group's heads and queries); delta goes through `workspace`.
+// Cross-attention (cross_attention.cu): one block per query row (forward, dQ, and the score
+// bias's gradient, which loops over the batch) and per key row of a group (dK/dV, looping over
+// the group's heads and queries); delta goes through `workspace`.
 void cross_attention_forward(cudaStream_t stream, const Tensor& q, const Tensor& kv,
                              const CrossAttentionShape& shape, const AttentionOptions& options,
                              Tensor& out, Tensor& lse);
 void cross_attention_backward(cudaStream_t stream, Workspace& workspace, const Tensor& q,
                               const Tensor& kv, const Tensor& out, const Tensor& dout,
                               const Tensor& lse, const CrossAttentionShape& shape,
-                              const AttentionOptions& options, Tensor& dq, Tensor& dkv);
+                              const AttentionOptions& options, Tensor& dq, Tensor& dkv,
+                              Tensor* dbias);
 
 // --- loss (cross_entropy.cu) -----------------------------------------------------------------
 void cross_entropy_forward(cudaStream_t stream, const Tensor& logits, const Tensor& targets,

@@ -34,6 +34,12 @@ struct Batch {
   tensor::Tensor decoder_tokens;
   tensor::Tensor decoder_positions;
 
+  // T5's relative positions: the score bias of every self-attention over this batch's
+  // sequence, f32 [seq * seq, this rank's heads], and the f32 tensor of that shape its gradient
+  // accumulates into (shared storage: every block adds to the same one). Undefined: none.
+  tensor::Tensor score_bias;
+  tensor::Tensor score_bias_grad;
+
   int64_t rows() const { return batch * seq; }
   // T5: the batch as each stack sees it (shape, tokens, positions, masks, targets).
   Batch encoder_view() const {

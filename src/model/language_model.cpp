@@ -31,6 +31,13 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
   if (placement_.first_stage) {
     embedding_ = std::make_unique<Embedding>(params_, config_, *word_embeddings_);
   }
+  if (config_.encoder_decoder && config_.position == recipe::PositionEmbedding::Relative) {
+    // Megatron-Core's T5Model: one table per stack, shared by all its layers.
+    encoder_bias_ = std::make_unique<RelativePositionBias>(
+        params_, config_, "encoder_relative_pos_emb.relative_attention_bias.weight", true);
+    decoder_bias_ = std::make_unique<RelativePositionBias>(
+        params_, config_, "decoder_relative_pos_emb.relative_attention_bias.weight", false);
+  }
   int64_t blocks_so_far = 0;
   for (const auto& layers : placement_.chunks) {
     chunk_first_block_.push_back(blocks_so_far);
@@ -95,7 +102,16 @@ void LanguageModel::forward_encoder_decoder(const Pass& pass, const Batch& batch
   const bool keep = saved != nullptr;
   const auto& blocks = blocks_[0];
   if (keep) saved->blocks.assign(blocks.size(), {});
-  const Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
+  Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
+  if (encoder_bias_) {
+    for (auto [view, table] : {std::pair{&encoder, encoder_bias_.get()}, {&decoder, decoder_bias_.get()}}) {
+      view->score_bias = table->forward(b, view->seq);
+      if (keep) {
+        view->score_bias_grad = b.empty(view->score_bias.shape(), tensor::DType::F32);
+        b.fill(view->score_bias_grad, 0.0);
+      }
+    }
+  }
   Tensor x = embedding_->forward(pass, encoder);
   EncoderMemory memory{.seq = encoder.seq, .key_lengths = encoder.key_lengths};
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -125,6 +141,10 @@ void LanguageModel::forward_encoder_decoder(const Pass& pass, const Batch& batch
     saved->final_input = std::move(x);
     saved->final_norm = std::move(norm);
     saved->memory = std::move(memory);
+    saved->encoder_bias = encoder.score_bias;
+    saved->encoder_bias_grad = encoder.score_bias_grad;
+    saved->decoder_bias = decoder.score_bias;
+    saved->decoder_bias_grad = decoder.score_bias_grad;
   }
 }
 
@@ -132,7 +152,11 @@ void LanguageModel::backward_encoder_decoder(const Pass& pass, const Batch& batc
                                              Activations& saved, LossGrads grads) const {
   tensor::Backend& b = pass.backend;
   const auto& blocks = blocks_[0];
-  const Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
+  Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
+  encoder.score_bias = saved.encoder_bias;
+  encoder.score_bias_grad = saved.encoder_bias_grad;
+  decoder.score_bias = saved.decoder_bias;
+  decoder.score_bias_grad = saved.decoder_bias_grad;
   Tensor dx = lm_head_->backward(pass, decoder, saved.lm, grads.token);
   dx = final_norm_->backward(b, dx, saved.final_input, saved.final_norm);
   saved.final_input = {};
@@ -146,6 +170,7 @@ void LanguageModel::backward_encoder_decoder(const Pass& pass, const Batch& batc
     pass.grads_ready(block_first_param_[0][i]);
   }
   embedding_->backward(pass, decoder, std::move(dx), DropoutSite::DecoderEmbedding);
+  if (decoder_bias_) decoder_bias_->backward(b, decoder.seq, decoder.score_bias_grad);
   saved.memory = {};
   dx = encoder_norm_->backward(b, parallel::reduce_partial(b, tp_, dmemory),
                                saved.encoder_final_input, saved.encoder_norm);
@@ -156,6 +181,7 @@ void LanguageModel::backward_encoder_decoder(const Pass& pass, const Batch& batc
     dx = blocks[i]->backward(pass, dx, encoder, saved.blocks[i]);
     pass.grads_ready(block_first_param_[0][i]);
   }
+  if (encoder_bias_) encoder_bias_->backward(b, encoder.seq, encoder.score_bias_grad);
   saved = {};
   embedding_->backward(pass, encoder, std::move(dx));
   pass.grads_ready(0);

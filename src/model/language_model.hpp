@@ -16,6 +16,7 @@
 #include "model/model_config.hpp"
 #include "model/norm.hpp"
 #include "model/parameter.hpp"
+#include "model/relative_position.hpp"
 #include "model/pass.hpp"
 #include "model/transformer_block.hpp"
 
@@ -29,6 +30,8 @@ struct Activations {
   tensor::Tensor encoder_final_input;
   Norm::Saved encoder_norm;
   EncoderMemory memory;
+  // T5 relative positions: each stack's score bias and its gradient.
+  tensor::Tensor encoder_bias, encoder_bias_grad, decoder_bias, decoder_bias_grad;
   tensor::Tensor final_input;
   Norm::Saved final_norm;
   LmHeadSaved lm;
@@ -106,6 +109,7 @@ class LanguageModel {
   ParameterSet params_;
   Parameter* word_embeddings_ = nullptr;  // first stage, or the last stage's tied copy
   std::unique_ptr<Embedding> embedding_;  // first stage
+  std::unique_ptr<RelativePositionBias> encoder_bias_, decoder_bias_;  // T5, relative positions
   std::vector<std::vector<std::unique_ptr<TransformerBlock>>> blocks_;  // per chunk
   std::vector<std::vector<size_t>> block_first_param_;  // index of each block's first parameter
   std::vector<int64_t> chunk_first_block_;              // blocks of this rank before each chunk

@@ -39,6 +39,8 @@ ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& de
       .position = m.position_embedding,
       .rotary_base = m.rotary_base,
       .rotary_percent = m.rotary_percent,
+      .relative_buckets = m.relative_attention_num_buckets.value_or(32),
+      .relative_max_distance = m.relative_attention_max_distance.value_or(128),
       .norm = m.normalization,
       .norm_eps = m.norm_epsilon,
       .activation = m.activation,

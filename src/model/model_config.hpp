@@ -27,6 +27,8 @@ struct ModelConfig {
   recipe::PositionEmbedding position = recipe::PositionEmbedding::Learned;
   double rotary_base = 10000.0;
   double rotary_percent = 1.0;
+  int64_t relative_buckets = 32;        // T5 relative positions
+  int64_t relative_max_distance = 128;
   recipe::Norm norm = recipe::Norm::LayerNorm;
   double norm_eps = 1e-5;
   recipe::Activation activation = recipe::Activation::Gelu;

@@ -60,6 +60,16 @@ tensor::AttentionShape TransformerBlock::attention_shape(const Batch& batch) con
           .head_dim = config_.head_dim};
 }
 
+tensor::CrossAttentionShape TransformerBlock::packed_shape(const Batch& batch) const {
+  return {.batch = batch.batch,
+          .q_seq = batch.seq,
+          .kv_seq = batch.seq,
+          .heads = heads_,
+          .groups = groups_,
+          .head_dim = config_.head_dim,
+          .packed = true};
+}
+
 tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass,
                                                             const Batch& batch) const {
   return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
@@ -69,6 +79,34 @@ tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass,
           .head_offset = tp_.shard_begin(config_.heads),
           .total_heads = config_.heads,
           .key_lengths = batch.key_lengths};
+}
+
+void TransformerBlock::core_forward(tensor::Backend& b, const Tensor& qkv, const Batch& batch,
+                                    const tensor::AttentionOptions& options, Tensor& out,
+                                    Tensor& lse) const {
+  if (!batch.score_bias.defined()) {
+    b.attention_forward(qkv, attention_shape(batch), options, out, lse);
+    return;
+  }
+  tensor::AttentionOptions biased = options;
+  biased.bias = &batch.score_bias;
+  biased.bias_columns = heads_;
+  b.cross_attention_forward(qkv, qkv, packed_shape(batch), biased, out, lse);
+}
+
+void TransformerBlock::core_backward(tensor::Backend& b, const Tensor& qkv, const Tensor& out,
+                                     const Tensor& dout, const Tensor& lse, const Batch& batch,
+                                     const tensor::AttentionOptions& options, Tensor& dqkv) const {
+  if (!batch.score_bias.defined()) {
+    b.attention_backward(qkv, out, dout, lse, attention_shape(batch), options, dqkv);
+    return;
+  }
+  tensor::AttentionOptions biased = options;
+  biased.bias = &batch.score_bias;
+  biased.bias_columns = heads_;
+  Tensor grad = batch.score_bias_grad;  // a handle: the model's tensor receives the sum
+  b.cross_attention_backward(qkv, qkv, out, dout, lse, packed_shape(batch), biased, dqkv, dqkv,
+                             &grad);
 }
 
 tensor::CrossAttentionShape TransformerBlock::cross_shape(const Batch& batch,
@@ -145,7 +183,7 @@ Tensor TransformerBlock::cross_backward(const Pass& pass, const Tensor& dmid2, c
   Tensor dxq = b.empty(saved.xq.shape(), dmid2.dtype());
   Tensor dxkv = b.empty(saved.xkv.shape(), dmid2.dtype());
   b.cross_attention_backward(saved.xq, saved.xkv, saved.xattn, dxattn, saved.xlse, shape, options,
-                             dxq, dxkv);
+                             dxq, dxkv, nullptr);
   saved.xattn = {};
   saved.xlse = {};
   saved.xq = {};
@@ -182,7 +220,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   }
   Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
   Tensor lse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
-  b.attention_forward(qkv, shape, attention_options(pass, batch), attn, lse);
+  core_forward(b, qkv, batch, attention_options(pass, batch), attn, lse);
   Tensor mid = b.empty(x.shape(), x.dtype());
   {
     Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
@@ -293,7 +331,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
   if (!saved.attn.defined()) {
     saved.attn = b.empty({saved.qkv.dim(0), heads_ * config_.head_dim}, dy.dtype());
     saved.lse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
-    b.attention_forward(saved.qkv, shape, options, saved.attn, saved.lse);
+    core_forward(b, saved.qkv, batch, options, saved.attn, saved.lse);
   }
 
   // MLP: y = mid + dropout(fc2(act(fc1(norm2(mid)))))
@@ -334,7 +372,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     proj_.bias_grad(b, dproj);
     Tensor dattn = proj_.backward(b, parallel::gather_sequence(b, tp_, dproj), saved.attn);
     Tensor dqkv = b.empty(saved.qkv.shape(), dy.dtype());
-    b.attention_backward(saved.qkv, saved.attn, dattn, saved.lse, shape, options, dqkv);
+    core_backward(b, saved.qkv, saved.attn, dattn, saved.lse, batch, options, dqkv);
     saved.attn = {};
     saved.lse = {};
     saved.qkv = {};

@@ -88,7 +88,16 @@ class TransformerBlock {
 
  private:
   tensor::AttentionShape attention_shape(const Batch& batch) const;
+  tensor::CrossAttentionShape packed_shape(const Batch& batch) const;
   tensor::AttentionOptions attention_options(const Pass& pass, const Batch& batch) const;
+  // The self-attention core: the flash kernel, or with the batch's score bias (T5's relative
+  // positions) the materialised one over the fused qkv.
+  void core_forward(tensor::Backend& b, const tensor::Tensor& qkv, const Batch& batch,
+                    const tensor::AttentionOptions& options, tensor::Tensor& out,
+                    tensor::Tensor& lse) const;
+  void core_backward(tensor::Backend& b, const tensor::Tensor& qkv, const tensor::Tensor& out,
+                     const tensor::Tensor& dout, const tensor::Tensor& lse, const Batch& batch,
+                     const tensor::AttentionOptions& options, tensor::Tensor& dqkv) const;
   tensor::CrossAttentionShape cross_shape(const Batch& batch, const EncoderMemory& memory) const;
   tensor::AttentionOptions cross_options(const Pass& pass, const EncoderMemory& memory) const;
   // mid -> mid2 (decoder blocks), keeping what backward needs in `saved` when asked.

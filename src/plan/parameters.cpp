@@ -64,6 +64,9 @@ Count layer_parameters(const ModelShape& x, LayerKind kind) {
 Count embedding_parameters(const ModelShape& x) {
   Count out = word_embedding(x);
   out += replicated(mul(x.P, x.h));
+  // T5 relative positions: the encoder's and the decoder's [buckets, heads] tables, each rank
+  // holding its heads' columns (on the first stage, with the embedding).
+  if (x.R > 0) out += split(x, mul(2, x.R, x.a));
   // Megatron's BertModel has token types (sentence A/B) only with the binary head (or a
   // classifier, which reads sentence pairs).
   if (x.arch == recipe::Arch::Bert && (x.binary_head || x.C > 0)) out += replicated(mul(2, x.h));

@@ -36,6 +36,8 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   if (x.arch == recipe::Arch::T5) {
     x.Ld = dv.decoder_num_layers > 0 ? dv.decoder_num_layers : x.L;
     x.sd = dv.decoder_seq_length > 0 ? dv.decoder_seq_length : x.s;
+    if (r.model.position_embedding == recipe::PositionEmbedding::Relative)
+      x.R = r.model.relative_attention_num_buckets.value_or(32);
   }
 
   x.t = at_least_one(r.parallel.tensor);

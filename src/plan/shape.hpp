@@ -28,6 +28,7 @@ struct ModelShape {
   int64_t V = 1;   // padded vocab
   int64_t C = 0;   // classification fine-tuning: classes (a classifier replaces the LM head)
   int64_t P = 0;   // learned position embeddings (rows), 0 with rotary
+  int64_t R = 0;   // T5 relative positions: buckets of each stack's [R, a] bias table, else 0
   int64_t L = 1;   // layers (T5: encoder layers)
   int64_t Ld = 0;  // T5 decoder layers, else 0
   // Layout.

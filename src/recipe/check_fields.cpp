@@ -128,6 +128,23 @@ void check_fields(const Recipe& r, const Locator& where) {
     if (set && m.arch == Arch::Gpt)
       fail_at(where.at(key), fmt::format("{} is only used by arch: bert and t5", key));
   }
+  if (m.position_embedding == PositionEmbedding::Relative && m.arch != Arch::T5)
+    fail_at(where.at("model.position_embedding"),
+            "model.position_embedding: relative is T5's relative position bias; use learned or "
+            "rope for arch: gpt and bert");
+  for (const auto& [key, set] :
+       {std::pair{"model.relative_attention_num_buckets", m.relative_attention_num_buckets.has_value()},
+        std::pair{"model.relative_attention_max_distance", m.relative_attention_max_distance.has_value()}}) {
+    if (set && m.position_embedding != PositionEmbedding::Relative)
+      fail_at(where.at(key), fmt::format("{} is only used with model.position_embedding: relative", key));
+  }
+  if (m.relative_attention_max_distance &&
+      *m.relative_attention_max_distance <= m.relative_attention_num_buckets.value_or(32) / 2)
+    fail_at(where.at("model.relative_attention_max_distance"),
+            fmt::format("model.relative_attention_max_distance ({}) must exceed half the buckets ({}): "
+                        "the logarithmic buckets start there",
+                        *m.relative_attention_max_distance,
+                        m.relative_attention_num_buckets.value_or(32) / 2));
   if (r.data.decoder_seq_length && m.arch != Arch::T5)
     fail_at(where.at("data.decoder_seq_length"), "data.decoder_seq_length is only used by arch: t5");
   if (!m.kv_channels && m.hidden_size % m.num_attention_heads != 0)

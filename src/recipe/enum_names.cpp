@@ -14,6 +14,7 @@ const std::vector<EnumName<PositionEmbedding>>& enum_names() {
   static const std::vector<EnumName<PositionEmbedding>> names{
       {PositionEmbedding::Learned, "learned"},
       {PositionEmbedding::Rotary, "rope"},
+      {PositionEmbedding::Relative, "relative"},
       {PositionEmbedding::Learned, "learned_absolute", false},
       {PositionEmbedding::Rotary, "rotary", false}};
   return names;

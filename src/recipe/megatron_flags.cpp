@@ -35,6 +35,8 @@ const std::vector<MegatronFlag>& megatron_flags() {
       {"--position-embedding-type", A::One, F::Key, "model.position_embedding"},
       {"--use-rotary-position-embeddings", A::Switch, F::Key, "model.position_embedding", "rope"},
       {"--rotary-base", A::One, F::Key, "model.rotary_base"},
+      {"--relative-attention-num-buckets", A::One, F::Key, "model.relative_attention_num_buckets"},
+      {"--relative-attention-max-distance", A::One, F::Key, "model.relative_attention_max_distance"},
       {"--rotary-percent", A::One, F::Key, "model.rotary_percent"},
       {"--normalization", A::One, F::Key, "model.normalization"},
       {"--norm-epsilon", A::One, F::Key, "model.norm_epsilon"},

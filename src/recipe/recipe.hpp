@@ -10,7 +10,7 @@
 namespace megatron::recipe {
 
 enum class Arch { Gpt, Bert, T5 };
-enum class PositionEmbedding { Learned, Rotary };
+enum class PositionEmbedding { Learned, Rotary, Relative };
 enum class Norm { LayerNorm, RmsNorm };
 enum class Activation { Gelu, GeluTanh, Swiglu };
 enum class Schedule { OneFOneB, Interleaved, AllForwardAllBackward };
@@ -41,6 +41,10 @@ struct ModelSection {
   PositionEmbedding position_embedding = PositionEmbedding::Learned;
   double rotary_base = 10000.0;
   double rotary_percent = 1.0;
+  // T5's relative position bias (position_embedding: relative): buckets and the distance the
+  // last bucket starts at (Megatron's --relative-attention-num-buckets / -max-distance).
+  std::optional<int64_t> relative_attention_num_buckets;   // 32
+  std::optional<int64_t> relative_attention_max_distance;  // 128
   Norm normalization = Norm::LayerNorm;
   double norm_epsilon = 1e-5;
   Activation activation = Activation::Gelu;

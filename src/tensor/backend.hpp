@@ -48,14 +48,16 @@ struct AttentionShape {
   int64_t heads = 0;   // query heads
   int64_t groups = 0;  // key/value heads; heads % groups == 0
   int64_t head_dim = 0;
-  int64_t qkv_width() const { return (heads + 2 * groups) * head_dim; }
+  constexpr int64_t qkv_width() const { return (heads + 2 * groups) * head_dim; }
   // Where a head starts in a qkv row (the layout described above).
-  int64_t query_column(int64_t head) const {
+  constexpr int64_t query_column(int64_t head) const {
     const int64_t per_group = heads / groups;
     return ((head / per_group) * (per_group + 2) + head % per_group) * head_dim;
   }
-  int64_t key_column(int64_t group) const { return (group * (heads / groups + 2) + heads / groups) * head_dim; }
-  int64_t value_column(int64_t group) const { return key_column(group) + head_dim; }
+  constexpr int64_t key_column(int64_t group) const {
+    return (group * (heads / groups + 2) + heads / groups) * head_dim;
+  }
+  constexpr int64_t value_column(int64_t group) const { return key_column(group) + head_dim; }
 };
 
 struct AttentionOptions {
@@ -70,10 +72,20 @@ struct AttentionOptions {
   // The padding mask (BERT, T5): sequence b attends to its keys 0..key_lengths[b]-1 only (with
   // `causal`, also only to keys up to the query); each length in 1..seq. Empty: every key.
   std::vector<int64_t> key_lengths;
+  // Materialised attention only (cross_attention_*): an additive f32 score bias shared by every
+  // sequence of the batch (T5's relative positions): score(b, h, i, j) += bias[(i * kv_seq + j) *
+  // bias_columns + bias_offset + h] for local head h. Null: none. The flash ops
+  // (attention_forward, attention_backward) refuse a bias.
+  const Tensor* bias = nullptr;
+  int64_t bias_columns = 0;
+  int64_t bias_offset = 0;
 };
 
 // Cross-attention (T5's decoder over the encoder output): queries from one tensor, keys and
-// values from another, each with its own sequence length.
+// values from another, each with its own sequence length. With `packed`, self-attention over
+// Megatron's fused QKV rows instead (T5's encoder and decoder self-attention with a position
+// bias): q and kv are then one tensor [batch * seq, (heads + 2 * groups) * head_dim] laid out as
+// AttentionShape describes, and q_seq == kv_seq.
 struct CrossAttentionShape {
   int64_t batch = 0;
   int64_t q_seq = 0;   // query rows per sequence
@@ -81,14 +93,27 @@ struct CrossAttentionShape {
   int64_t heads = 0;   // query heads
   int64_t groups = 0;  // key/value heads; heads % groups == 0
   int64_t head_dim = 0;
+  bool packed = false;
+  // Not packed:
   // q: [batch * q_seq, heads * head_dim], head h at column h * head_dim (rows b * q_seq + i).
   // kv: [batch * kv_seq, 2 * groups * head_dim]: group g's key at column 2 * g * head_dim and its
   // value at (2 * g + 1) * head_dim (Megatron-Core's linear_kv layout), rows b * kv_seq + j.
-  // Query head h reads group h / (heads / groups).
-  int64_t q_width() const { return heads * head_dim; }
-  int64_t kv_width() const { return 2 * groups * head_dim; }
-  int64_t key_column(int64_t group) const { return 2 * group * head_dim; }
-  int64_t value_column(int64_t group) const { return (2 * group + 1) * head_dim; }
+  // Packed: both [batch * seq, qkv_width], the columns of AttentionShape's query_column,
+  // key_column and value_column. Either way query head h reads group h / (heads / groups), and
+  // out (and dout) is [batch * q_seq, heads * head_dim] with head h at column h * head_dim.
+  constexpr AttentionShape self() const {
+    return {.batch = batch, .seq = q_seq, .heads = heads, .groups = groups, .head_dim = head_dim};
+  }
+  constexpr int64_t q_width() const { return packed ? self().qkv_width() : heads * head_dim; }
+  constexpr int64_t kv_width() const { return packed ? self().qkv_width() : 2 * groups * head_dim; }
+  constexpr int64_t out_width() const { return heads * head_dim; }
+  constexpr int64_t query_column(int64_t head) const {
+    return packed ? self().query_column(head) : head * head_dim;
+  }
+  constexpr int64_t key_column(int64_t group) const {
+    return packed ? self().key_column(group) : 2 * group * head_dim;
+  }
+  constexpr int64_t value_column(int64_t group) const { return key_column(group) + head_dim; }
 };
 
 // Rotary position embedding (rotate-half convention of Megatron and Hugging Face Llama):
@@ -236,22 +261,31 @@ class Backend {
   virtual void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start,
                                 float scale, Tensor& k_cache, Tensor& v_cache, Tensor& out) = 0;
 
-  // Cross-attention (CrossAttentionShape's layouts): out [batch * q_seq, heads * head_dim] (q's
-  // dtype), lse f32 [batch, heads, q_seq]: log-sum-exp of each scaled score row. q, kv and out
-  // share one float dtype. options.causal must be false; options.key_lengths (empty, or one per
-  // sequence in 1..kv_seq) masks keys at and after the length; dropout on the probabilities with
-  // element index ((b * total_heads + head_offset + h) * q_seq + i) * kv_seq + j, drawn exactly as
-  // attention_forward draws its dropout (the same uniform_at of (rng, index)).
+  // Cross-attention (CrossAttentionShape's layouts), with the whole score matrix of a head
+  // materialised: out [batch * q_seq, heads * head_dim] (q's dtype), lse f32 [batch, heads,
+  // q_seq]: log-sum-exp of each row of scores. q, kv and out share one float dtype; with
+  // shape.packed q and kv are the same tensor. Score (b, h, i, j) = scale * q.k + bias (see
+  // AttentionOptions::bias: f32, q_seq * kv_seq * bias_columns elements, bias_offset + heads <=
+  // bias_columns). options.causal (only with q_seq == kv_seq): query i attends keys j <= i;
+  // options.key_lengths (empty, or one per sequence in 1..kv_seq) masks keys at and after the
+  // length; dropout on the probabilities with element index ((b * total_heads + head_offset + h) *
+  // q_seq + i) * kv_seq + j, drawn exactly as attention_forward draws its dropout (the same
+  // uniform_at of (rng, index)).
   virtual void cross_attention_forward(const Tensor& q, const Tensor& kv,
                                        const CrossAttentionShape& shape,
                                        const AttentionOptions& options, Tensor& out,
                                        Tensor& lse) = 0;
-  // dq (q's shape) and dkv (kv's shape) overwritten; every tensor but lse of q's dtype.
+  // dq (q's shape) and dkv (kv's shape) overwritten; every tensor but lse and dbias of q's dtype.
+  // Not packed: dq and dkv must not overlap. Packed: pass one dqkv tensor as both dq and dkv; its
+  // query columns get dq, its key and value columns dk and dv, each element written once.
+  // dbias: null when options.bias is null, else required: f32 of the bias's shape, accumulates
+  // dbias[(i * kv_seq + j) * bias_columns + bias_offset + h] += sum over b of dscore(b, h, i, j),
+  // summed in a fixed order; the columns of other heads are untouched.
   virtual void cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
                                         const Tensor& dout, const Tensor& lse,
                                         const CrossAttentionShape& shape,
-                                        const AttentionOptions& options, Tensor& dq,
-                                        Tensor& dkv) = 0;
+                                        const AttentionOptions& options, Tensor& dq, Tensor& dkv,
+                                        Tensor* dbias) = 0;
 
   // --- loss ----------------------------------------------------------------------------------
   // Per row of logits [n, v]: loss[i] = logsumexp(logits[i]) - logits[i, targets[i]], lse[i] =

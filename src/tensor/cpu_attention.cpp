@@ -422,6 +422,13 @@ void check_dropout(float p, const char* op) {
   cpu::require(p >= 0.0f && p < 1.0f, op, "dropout must be in [0, 1)");
 }
 
+// The flash kernels never hold a whole score matrix to add a bias to.
+void check_no_bias(const AttentionOptions& o, const char* op) {
+  cpu::require(o.bias == nullptr, op,
+               "flash attention takes no score bias (options.bias): use cross_attention_forward "
+               "and _backward with a packed shape");
+}
+
 }  // namespace
 
 void CpuBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOptions& options,
@@ -480,6 +487,7 @@ void CpuBackend::attention_forward(const Tensor& qkv, const AttentionShape& shap
   const char* op = "attention_forward";
   check_shape(shape, op);
   check_dropout(options.dropout, op);
+  check_no_bias(options, op);
   check_key_lengths(shape, options, op);
   const Layout l(shape);
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,
@@ -519,6 +527,7 @@ void CpuBackend::attention_backward(const Tensor& qkv, const Tensor& out, const 
   const char* op = "attention_backward";
   check_shape(shape, op);
   check_dropout(options.dropout, op);
+  check_no_bias(options, op);
   check_key_lengths(shape, options, op);
   const Layout l(shape);
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,

@@ -79,7 +79,7 @@ class CpuBackend final : public Backend {
   void cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
                                 const Tensor& dout, const Tensor& lse,
                                 const CrossAttentionShape& shape, const AttentionOptions& options,
-                                Tensor& dq, Tensor& dkv) override;
+                                Tensor& dq, Tensor& dkv, Tensor* dbias) override;
 
   void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
                              Tensor& lse, VocabShard shard = {}) override;

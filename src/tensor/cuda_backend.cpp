@@ -475,10 +475,10 @@ void CudaBackend::cross_attention_forward(const Tensor& q, const Tensor& kv,
 void CudaBackend::cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
                                            const Tensor& dout, const Tensor& lse,
                                            const CrossAttentionShape& shape,
-                                           const AttentionOptions& options, Tensor& dq,
-                                           Tensor& dkv) {
+                                           const AttentionOptions& options, Tensor& dq, Tensor& dkv,
+                                           Tensor* dbias) {
   kernels::cross_attention_backward(state_->stream(), state_->workspace, q, kv, out, dout, lse,
-                                    shape, options, dq, dkv);
+                                    shape, options, dq, dkv, dbias);
 }
 
 void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,

@@ -110,6 +110,13 @@ INSTANTIATE_TEST_SUITE_P(
                "parallel.distributed_optimizer=true"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(T5Run, RelativePositionsUnderTensorAndSequenceParallelismMatchOneProcess) {
+  const std::string relative = kDropout + "model.position_embedding=relative ";
+  const Training many = train(2, relative + "parallel.tensor=2 parallel.sequence_parallel=true");
+  ASSERT_EQ(many.result.exit_code, 0) << many.result.err;
+  expect_same_run(reference(relative), many.metrics);
+}
+
 std::string save_to(const std::filesystem::path& dir) {
   return " checkpoint.save=" + dir.string() + " checkpoint.interval=5 ";
 }

@@ -15,7 +15,9 @@ Dump layout (DUMP_DIR/manifest.json): as reference_gpt.py's, with config keys "n
 "loss_mask" (B*Sd). Exit status: 0 all pass, 1 some mismatch, 2 bad input.
 
 The model (Megatron-Core T5Model, pre-norm):
-  embed(t, pos) = wte[t] (+ wpe[pos] when learned), positions 0.. in each stack
+  embed(t, pos) = wte[t] (+ wpe[pos] when learned), positions 0.. in each stack; with relative
+    positions every self-attention score (i, j) of a stack adds its table's [bucket(j - i), h]
+    (encoder bidirectional, decoder looking back: reference_buckets.py)
   encoder layer l ("encoder.layers.l."): x + attn(norm(x)) with bidirectional attention over the
     first key_lengths[b] keys; then + mlp(norm(.)); mem = norm(x) ("encoder.final_layernorm")
   decoder layer j ("decoder.layers.j."): y + attn(norm(y)) causal; mid2 = mid +
@@ -33,6 +35,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_buckets import bucket  # noqa: E402
 from reference_gpt import DTYPE, activation, compare, linear, norm, read_raw, rotate  # noqa: E402
 
 
@@ -40,7 +43,14 @@ class BadInput(Exception):
     pass
 
 
-def self_attention(c, qkv, B, T, causal, key_lengths):
+def relative_bias(c, P, name, T, bidirectional):
+    """[heads, T, T]: table[bucket(j - i), h] (Megatron-Core's RelativePositionEmbedding)."""
+    rp = torch.arange(T)[None, :] - torch.arange(T)[:, None]
+    ids = bucket(rp, bidirectional, c["relative_buckets"], c["relative_max_distance"])
+    return P[name][ids].permute(2, 0, 1)
+
+
+def self_attention(c, qkv, B, T, causal, key_lengths, bias=None):
     heads, groups, d = c["heads"], c["groups"], c["head_dim"]
     per = heads // groups
     rows = qkv.view(B, T, groups, per + 2, d)
@@ -49,16 +59,18 @@ def self_attention(c, qkv, B, T, causal, key_lengths):
     v = rows[:, :, :, per + 1, :]
     if c["position"] == "rotary":
         q, k = rotate(c, q), rotate(c, k)
-    return core(c, q, k, v, B, T, T, causal, key_lengths)
+    return core(c, q, k, v, B, T, T, causal, key_lengths, bias)
 
 
-def core(c, q, k, v, B, Tq, Tk, causal, key_lengths):
+def core(c, q, k, v, B, Tq, Tk, causal, key_lengths, bias=None):
     """q [B, Tq, heads, d], k and v [B, Tk, groups, d] -> [B*Tq, heads*d]."""
     heads, groups, d = c["heads"], c["groups"], c["head_dim"]
     group_of_head = torch.arange(heads) // (heads // groups)
     k, v = k[:, :, group_of_head, :], v[:, :, group_of_head, :]
     q, k, v = (t.permute(0, 2, 1, 3) for t in (q, k, v))
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(d)
+    if bias is not None:
+        scores = scores + bias[None]
     if causal:
         scores = scores.masked_fill(torch.ones(Tq, Tk, dtype=torch.bool).triu(diagonal=1),
                                     float("-inf"))
@@ -88,11 +100,17 @@ def t5_loss(c, P, x_in, B, S, Sd):
         return lin(p + "mlp.linear_fc2", activation(c, lin(p + "mlp.linear_fc1", n(p + "pre_mlp_layernorm", x))))
 
     key_lengths = x_in["key_lengths"]
+    relative = c["position"] == "relative"
+    enc_bias = dec_bias = None
+    if relative:
+        enc_bias = relative_bias(c, P, "encoder_relative_pos_emb.relative_attention_bias.weight", S, True)
+        dec_bias = relative_bias(c, P, "decoder_relative_pos_emb.relative_attention_bias.weight", Sd, False)
     x = embed(x_in["tokens"], x_in["positions"])
     for layer in range(c["num_layers"]):
         p = "encoder.layers.%d." % layer
         qkv = lin(p + "self_attention.linear_qkv", n(p + "input_layernorm", x))
-        x = x + lin(p + "self_attention.linear_proj", self_attention(c, qkv, B, S, False, key_lengths))
+        x = x + lin(p + "self_attention.linear_proj",
+                    self_attention(c, qkv, B, S, False, key_lengths, enc_bias))
         x = x + mlp(p, x)
     mem = n("encoder.final_layernorm", x)
     y = embed(x_in["decoder_tokens"], torch.arange(Sd).repeat(B))
@@ -100,7 +118,8 @@ def t5_loss(c, P, x_in, B, S, Sd):
     for layer in range(c["decoder_layers"]):
         p = "decoder.layers.%d." % layer
         qkv = lin(p + "self_attention.linear_qkv", n(p + "input_layernorm", y))
-        mid = y + lin(p + "self_attention.linear_proj", self_attention(c, qkv, B, Sd, True, None))
+        mid = y + lin(p + "self_attention.linear_proj",
+                      self_attention(c, qkv, B, Sd, True, None, dec_bias))
         q = lin(p + "cross_attention.linear_q", n(p + "pre_cross_attn_layernorm", mid)).view(B, Sd, heads, d)
         kv = lin(p + "cross_attention.linear_kv", mem).view(B, S, groups, 2, d)
         cross = core(c, q, kv[:, :, :, 0, :], kv[:, :, :, 1, :], B, Sd, S, False, key_lengths)

@@ -206,7 +206,10 @@ void expect_t5_matches_torch(const ModelConfig& c) {
        {{"num_layers", c.num_layers}, {"decoder_layers", c.decoder_layers}, {"hidden", c.hidden},
         {"heads", c.heads}, {"groups", c.groups}, {"head_dim", c.head_dim}, {"ffn", c.ffn},
         {"seq_length", c.seq_length}, {"decoder_seq_length", c.decoder_seq_length},
-        {"position", c.position == recipe::PositionEmbedding::Learned ? "learned" : "rotary"},
+        {"position", c.position == recipe::PositionEmbedding::Learned  ? "learned"
+                     : c.position == recipe::PositionEmbedding::Rotary ? "rotary"
+                                                                       : "relative"},
+        {"relative_buckets", c.relative_buckets}, {"relative_max_distance", c.relative_max_distance},
         {"rotary_base", c.rotary_base}, {"rotary_dim", c.rotary_dim()}, {"norm", name_of(c.norm)},
         {"norm_eps", c.norm_eps}, {"activation", name_of(c.activation)},
         {"tie_embeddings", c.tie_embeddings}, {"output_bias", c.output_bias}}},
@@ -248,6 +251,27 @@ TEST(T5AgainstPyTorch, RotaryRmsNormSwigluGroupedUntiedWithoutBiasesAgree) {
   c.output_bias = false;
   c.linear_bias = false;
   c.qkv_bias = false;
+  expect_t5_matches_torch(c);
+}
+
+TEST(T5AgainstPyTorch, RelativePositionsLossAndEveryGradientAgree) {
+  ModelConfig c = reference_t5();
+  c.position = recipe::PositionEmbedding::Relative;
+  // 8 buckets over distance 12: exact, logarithmic and clipped buckets within 24 and 9 tokens.
+  c.relative_buckets = 8;
+  c.relative_max_distance = 12;
+  expect_t5_matches_torch(c);
+}
+
+TEST(T5AgainstPyTorch, T5v11ShapeRelativeRmsNormUntiedWithoutBiasesAgrees) {
+  ModelConfig c = reference_t5();
+  c.position = recipe::PositionEmbedding::Relative;
+  c.norm = recipe::Norm::RmsNorm;
+  c.tie_embeddings = false;
+  c.output_bias = false;
+  c.linear_bias = false;
+  c.qkv_bias = false;
+  c.attention_dropout = 0.0;
   expect_t5_matches_torch(c);
 }
 

@@ -122,6 +122,20 @@ TEST_F(RecipeTest, SlurmTimeLimitFormatIsChecked) {
               HasSubstr("is not a Slurm time"));
 }
 
+TEST_F(RecipeTest, RelativePositionsAreT5sAndTheirKeysNeedThem) {
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.position_embedding=relative"}),
+              HasSubstr("relative is T5's relative position bias"));
+  EXPECT_EQ(error_of(kMinimalRecipe, {"model.arch=t5", "model.position_embedding=relative",
+                                      "model.relative_attention_num_buckets=16",
+                                      "model.relative_attention_max_distance=64"}),
+            "");
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=t5", "model.relative_attention_num_buckets=16"}),
+              HasSubstr("only used with model.position_embedding: relative"));
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=t5", "model.position_embedding=relative",
+                                        "model.relative_attention_max_distance=16"}),
+              HasSubstr("must exceed half the buckets"));
+}
+
 TEST_F(RecipeTest, MaskingSettingsAreOnlyForBertAndT5) {
   for (const char* o : {"data.mask_prob=0.2", "data.short_seq_prob=0.2", "data.masking_max_ngram=2",
                         "data.masking_full_word=false", "data.vocab_extra_ids=10"}) {

@@ -210,8 +210,8 @@ TEST_F(FromMegatron, ValueOfTheWrongTypeNamesTheFlag) {
 }
 
 TEST_F(FromMegatron, ChoiceWithoutCounterpartIsRefused) {
-  EXPECT_THAT(refusal(essentials_and({"--position-embedding-type", "relative"})),
-              HasSubstr("recipes take one of learned, rope"));
+  EXPECT_THAT(refusal(essentials_and({"--position-embedding-type", "mrope"})),
+              HasSubstr("recipes take one of learned, rope, relative"));
 }
 
 TEST_F(FromMegatron, FlagThatWouldChangeTheModelIsRefused) {

@@ -95,6 +95,11 @@ TEST(PlanMatchesModel, T5ShardsAreCountedExactlyUnderTensorParallelism) {
       "recipes/t5-base.yaml", with(kSmall, {"parallel.tensor=2", "training.global_batch_size=32"}));
 }
 
+TEST(PlanMatchesModel, T5RelativePositionTablesAreCountedExactlyUnderTensorParallelism) {
+  expect_plan_counts_the_engines_parameters(
+      "recipes/t5-tiny.yaml", {"model.position_embedding=relative", "parallel.tensor=2"});
+}
+
 TEST(PlanMatchesModel, UntiedT5WithoutBiasesIsCountedExactly) {
   expect_plan_counts_the_engines_parameters(
       "recipes/t5-tiny.yaml", {"model.tie_embeddings=false", "model.add_bias_linear=false",
