@@ -109,32 +109,44 @@ __device__ __forceinline__ void read_gate_up(Floats x, int64_t e, int64_t f, boo
   }
 }
 
-__global__ void swiglu_forward_kernel(Floats x, Floats y, int64_t total, int64_t f, bool vec) {
+// The gated units' gates, as the CPU writes them (tensor/cpu_elementwise.cpp).
+struct SiluGate {
+  __device__ static float value(float a) { return a * sigmoid(a); }
+  // d silu(a)/da = s (1 + a (1 - s)) with s = sigmoid(a).
+  __device__ static void grads(float dy, float a, float u, float& dgate, float& dup) {
+    const float s = sigmoid(a);
+    dgate = dy * u * s * (1.0f + a * (1.0f - s));
+    dup = dy * a * s;
+  }
+};
+struct GeluTanhGate {
+  __device__ static float value(float a) { return GeluTanh{}(a); }
+  __device__ static void grads(float dy, float a, float u, float& dgate, float& dup) {
+    dgate = GeluTanhBackward{}(dy * u, a);
+    dup = dy * GeluTanh{}(a);
+  }
+};
+
+template <class Gate>
+__global__ void glu_forward_kernel(Floats x, Floats y, int64_t total, int64_t f, bool vec) {
   const int64_t groups = total / kVec, first = thread_index(), stride = thread_count();
   for (int64_t g = first; g < groups; g += stride) {
     float gate[kVec], up[kVec];
     read_gate_up(x, g * kVec, f, vec, gate, up);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) gate[k] = gate[k] * sigmoid(gate[k]) * up[k];
+    for (int k = 0; k < kVec; ++k) gate[k] = Gate::value(gate[k]) * up[k];
     write8(y, g * kVec, vec, gate);
   }
   const int64_t i = groups * kVec + first;
   if (i < total) {
     const int64_t at = i + (i / f) * f;  // row * 2f + col
-    const float a = read(x, at);
-    write(y, i, a * sigmoid(a) * read(x, at + f));
+    write(y, i, Gate::value(read(x, at)) * read(x, at + f));
   }
 }
 
-// d silu(a)/da = s (1 + a (1 - s)) with s = sigmoid(a), as the CPU writes it.
-__device__ __forceinline__ void swiglu_grad(float dy, float a, float u, float& dgate, float& dup) {
-  const float s = sigmoid(a);
-  dgate = dy * u * s * (1.0f + a * (1.0f - s));
-  dup = dy * a * s;
-}
-
-__global__ void swiglu_backward_kernel(Floats dy, Floats x, Floats dx, int64_t total, int64_t f,
-                                       bool vec) {
+template <class Gate>
+__global__ void glu_backward_kernel(Floats dy, Floats x, Floats dx, int64_t total, int64_t f,
+                                    bool vec) {
   const int64_t groups = total / kVec, first = thread_index(), stride = thread_count();
   for (int64_t g = first; g < groups; g += stride) {
     const int64_t e = g * kVec;
@@ -142,7 +154,7 @@ __global__ void swiglu_backward_kernel(Floats dy, Floats x, Floats dx, int64_t t
     read_gate_up(x, e, f, vec, gate, up);
     read8(dy, e, vec, d);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) swiglu_grad(d[k], gate[k], up[k], gate[k], up[k]);
+    for (int k = 0; k < kVec; ++k) Gate::grads(d[k], gate[k], up[k], gate[k], up[k]);
     int64_t row = e / f, col = e - row * f;
     if (vec) {
       write8(dx, row * 2 * f + col, true, gate);
@@ -163,7 +175,7 @@ __global__ void swiglu_backward_kernel(Floats dy, Floats x, Floats dx, int64_t t
   if (i < total) {
     const int64_t at = i + (i / f) * f;
     float dgate, dup;
-    swiglu_grad(read(dy, i), read(x, at), read(x, at + f), dgate, dup);
+    Gate::grads(read(dy, i), read(x, at), read(x, at + f), dgate, dup);
     write(dx, at, dgate);
     write(dx, at + f, dup);
   }
@@ -288,21 +300,24 @@ void gelu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tenso
   }
 }
 
-void swiglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y) {
-  const char* op = "swiglu_forward";
+namespace {
+
+template <class Gate>
+void glu_forward(cudaStream_t stream, const Tensor& x, Tensor& y, const char* op) {
   require_float(x, op);
   require_float(y, op);
   const int64_t f = swiglu_width(x, y, op, "y");
   const int64_t total = y.numel();
   if (total == 0) return;
   const bool vec = f % kVec == 0 && aligned16(x.raw()) && aligned16(y.raw());
-  swiglu_forward_kernel<<<grid_for_vec(total), kThreads, 0, stream>>>(floats(x), floats(y), total,
-                                                                      f, vec);
+  glu_forward_kernel<Gate><<<grid_for_vec(total), kThreads, 0, stream>>>(floats(x), floats(y),
+                                                                         total, f, vec);
   check_launch(op);
 }
 
-void swiglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx) {
-  const char* op = "swiglu_backward";
+template <class Gate>
+void glu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx,
+                  const char* op) {
   require_float(dy, op);
   require_float(x, op);
   require_float(dx, op);
@@ -312,9 +327,27 @@ void swiglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Ten
   if (total == 0) return;
   const bool vec =
       f % kVec == 0 && aligned16(dy.raw()) && aligned16(x.raw()) && aligned16(dx.raw());
-  swiglu_backward_kernel<<<grid_for_vec(total), kThreads, 0, stream>>>(floats(dy), floats(x),
-                                                                       floats(dx), total, f, vec);
+  glu_backward_kernel<Gate><<<grid_for_vec(total), kThreads, 0, stream>>>(
+      floats(dy), floats(x), floats(dx), total, f, vec);
   check_launch(op);
+}
+
+}  // namespace
+
+void swiglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y) {
+  glu_forward<SiluGate>(stream, x, y, "swiglu_forward");
+}
+
+void swiglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx) {
+  glu_backward<SiluGate>(stream, dy, x, dx, "swiglu_backward");
+}
+
+void geglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y) {
+  glu_forward<GeluTanhGate>(stream, x, y, "geglu_forward");
+}
+
+void geglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx) {
+  glu_backward<GeluTanhGate>(stream, dy, x, dx, "geglu_backward");
 }
 
 // p == 0 copies (and dropout_add adds), as the CPU does, without drawing any numbers.

@@ -64,6 +64,8 @@ void gelu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tenso
                    bool tanh_approx);
 void swiglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y);
 void swiglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx);
+void geglu_forward(cudaStream_t stream, const Tensor& x, Tensor& y);
+void geglu_backward(cudaStream_t stream, const Tensor& dy, const Tensor& x, Tensor& dx);
 void dropout_forward(cudaStream_t stream, const Tensor& x, Tensor& y, float p, RngKey key);
 void dropout_backward(cudaStream_t stream, const Tensor& dy, Tensor& dx, float p, RngKey key);
 void dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& residual, Tensor& out,

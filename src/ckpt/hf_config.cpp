@@ -210,6 +210,10 @@ model::ModelConfig llama_from(const Keys& k) {
 
 HfArch hf_architecture(const model::ModelConfig& c) {
   using recipe::name_of;
+  if (c.arch == recipe::Arch::T5) {
+    throw UserError("convert --to hf: T5 checkpoints have no Hugging Face export yet (GPT, Llama "
+                    "and BERT do)");
+  }
   if (c.arch == recipe::Arch::Bert) {
     const HfArch a = HfArch::MegatronBert;
     const char* why = "BERT";
@@ -234,8 +238,8 @@ HfArch hf_architecture(const model::ModelConfig& c) {
     const char* why = "learned position embeddings";
     need(c.norm == Norm::LayerNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
          "layernorm");
-    need(c.activation != Activation::Swiglu, "model.activation", std::string(name_of(c.activation)),
-         a, why, "gelu or gelu_tanh");
+    need(c.activation == Activation::Gelu || c.activation == Activation::GeluTanh,
+         "model.activation", std::string(name_of(c.activation)), a, why, "gelu or gelu_tanh");
     need(c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "true");
     need(c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, why, "true");
     need(c.groups == c.heads, "model.num_query_groups", std::to_string(c.groups), a, why,

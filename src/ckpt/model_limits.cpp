@@ -24,7 +24,9 @@ int64_t checked_parameter_count(const model::ModelConfig& c, std::string_view wh
   const auto add = [&](int64_t a, int64_t b) { return checked_add(a, b, what); };
   const int64_t q = mul(c.heads, c.head_dim), kv = mul(c.groups, c.head_dim);
   const int64_t qkv = add(q, mul(2, kv));
-  const int64_t fc1 = c.activation == recipe::Activation::Swiglu ? mul(2, c.ffn) : c.ffn;
+  const int64_t fc1 = c.activation == recipe::Activation::Swiglu || c.activation == recipe::Activation::Geglu
+                          ? mul(2, c.ffn)
+                          : c.ffn;
   int64_t layer = add(add(mul(qkv, c.hidden), mul(c.hidden, q)), add(mul(fc1, c.hidden), mul(c.hidden, c.ffn)));
   layer = add(layer, mul(4, c.hidden));  // norms (an upper bound: with their biases)
   if (c.linear_bias || c.qkv_bias) layer = add(layer, add(add(qkv, fc1), mul(2, c.hidden)));

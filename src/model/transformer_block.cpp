@@ -16,7 +16,31 @@ std::string prefix(const ModelConfig& c, int64_t layer) {
   return block_prefix(layer, c.encoder_decoder ? c.num_layers : 0);
 }
 
-bool is_swiglu(const ModelConfig& c) { return c.activation == Activation::Swiglu; }
+// Gated units (SwiGLU, GeGLU): fc1 holds the gate and the up projection.
+bool is_gated(const ModelConfig& c) {
+  return c.activation == Activation::Swiglu || c.activation == Activation::Geglu;
+}
+
+void activation_forward(tensor::Backend& b, const ModelConfig& c, const Tensor& fc1, Tensor& act) {
+  switch (c.activation) {
+    case Activation::Swiglu: b.swiglu_forward(fc1, act); return;
+    case Activation::Geglu: b.geglu_forward(fc1, act); return;
+    case Activation::Gelu:
+    case Activation::GeluTanh: b.gelu_forward(fc1, act, c.activation == Activation::GeluTanh); return;
+  }
+}
+
+void activation_backward(tensor::Backend& b, const ModelConfig& c, const Tensor& dact,
+                         const Tensor& fc1, Tensor& dfc1) {
+  switch (c.activation) {
+    case Activation::Swiglu: b.swiglu_backward(dact, fc1, dfc1); return;
+    case Activation::Geglu: b.geglu_backward(dact, fc1, dfc1); return;
+    case Activation::Gelu:
+    case Activation::GeluTanh:
+      b.gelu_backward(dact, fc1, dfc1, c.activation == Activation::GeluTanh);
+      return;
+  }
+}
 
 }  // namespace
 
@@ -35,8 +59,8 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
       proj_(params, prefix(c, layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
             c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
       norm2_(params, prefix(c, layer) + "pre_mlp_layernorm", c.hidden, c.norm, c.norm_eps),
-      fc1_(params, prefix(c, layer) + "mlp.linear_fc1", c.hidden, is_swiglu(c) ? 2 * c.ffn : c.ffn,
-           c.linear_bias, Init::Normal, TpSplit::Rows, is_swiglu(c) ? 2 : 1),
+      fc1_(params, prefix(c, layer) + "mlp.linear_fc1", c.hidden, is_gated(c) ? 2 * c.ffn : c.ffn,
+           c.linear_bias, Init::Normal, TpSplit::Rows, is_gated(c) ? 2 : 1),
       fc2_(params, prefix(c, layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
            Init::ScaledNormal, TpSplit::Columns) {
   if (!spec_.cross_attention) return;
@@ -237,11 +261,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   Tensor ln2 = parallel::gather_sequence(b, tp_, norm2_.forward(b, into_mlp, norm2));
   Tensor fc1 = fc1_.forward(b, ln2);
   Tensor act = b.empty({rows, ffn_}, x.dtype());
-  if (is_swiglu(config_)) {
-    b.swiglu_forward(fc1, act);
-  } else {
-    b.gelu_forward(fc1, act, config_.activation == Activation::GeluTanh);
-  }
+  activation_forward(b, config_, fc1, act);
   Tensor y = b.empty(x.shape(), x.dtype());
   {
     Tensor fc2 = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
@@ -301,11 +321,7 @@ Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int
   Norm::Saved norm2;
   Tensor fc1 = fc1_.forward(b, norm2_.forward(b, mid, norm2));
   Tensor act = b.empty({rows, ffn_}, x.dtype());
-  if (is_swiglu(config_)) {
-    b.swiglu_forward(fc1, act);
-  } else {
-    b.gelu_forward(fc1, act, config_.activation == Activation::GeluTanh);
-  }
+  activation_forward(b, config_, fc1, act);
   fc1 = {};
   Tensor y = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
   fc2_.add_bias(b, y);
@@ -345,11 +361,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     Tensor dact = fc2_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.act);
     saved.act = {};
     Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
-    if (is_swiglu(config_)) {
-      b.swiglu_backward(dact, saved.fc1, dfc1);
-    } else {
-      b.gelu_backward(dact, saved.fc1, dfc1, config_.activation == Activation::GeluTanh);
-    }
+    activation_backward(b, config_, dact, saved.fc1, dfc1);
     saved.fc1 = {};
     Tensor dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
     saved.ln2 = {};

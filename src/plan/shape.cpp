@@ -54,7 +54,9 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   if (x.schedule == recipe::Schedule::Interleaved && x.v == 1)
     x.schedule = recipe::Schedule::OneFOneB;
 
-  x.swiglu = r.model.activation == recipe::Activation::Swiglu;
+  // Gated units (SwiGLU, GeGLU) double fc1.
+  x.swiglu = r.model.activation == recipe::Activation::Swiglu ||
+             r.model.activation == recipe::Activation::Geglu;
   x.layernorm = r.model.normalization == recipe::Norm::LayerNorm;
   x.bias_linear = r.model.add_bias_linear;
   x.qkv_bias = dv.add_qkv_bias;

@@ -31,7 +31,7 @@ template <>
 const std::vector<EnumName<Activation>>& enum_names() {
   static const std::vector<EnumName<Activation>> names{
       {Activation::Gelu, "gelu"}, {Activation::GeluTanh, "gelu_tanh"},
-      {Activation::Swiglu, "swiglu"}};
+      {Activation::Swiglu, "swiglu"}, {Activation::Geglu, "geglu"}};
   return names;
 }
 

@@ -12,7 +12,7 @@ namespace megatron::recipe {
 enum class Arch { Gpt, Bert, T5 };
 enum class PositionEmbedding { Learned, Rotary, Relative };
 enum class Norm { LayerNorm, RmsNorm };
-enum class Activation { Gelu, GeluTanh, Swiglu };
+enum class Activation { Gelu, GeluTanh, Swiglu, Geglu };  // Geglu: tanh-GeLU gate (T5 v1.1)
 enum class Schedule { OneFOneB, Interleaved, AllForwardAllBackward };
 enum class DType { F32, Bf16, F16 };
 enum class Optimizer { AdamW, Sgd };

@@ -153,7 +153,8 @@ std::vector<FieldSpec> model_fields() {
       m("norm_epsilon", &S::norm_epsilon, "Epsilon of the norms.",
         {.min = 0, .min_exclusive = true}),
       m("activation", &S::activation,
-        "MLP activation: exact GeLU, tanh-approximated GeLU, or SwiGLU."),
+        "MLP activation: exact GeLU, tanh-approximated GeLU, SwiGLU, or GeGLU (a "
+        "tanh-approximated GeLU gate: T5 v1.1's gated-gelu)."),
       m("tie_embeddings", &S::tie_embeddings, "Share the word embedding with the output layer."),
       m("add_bias_linear", &S::add_bias_linear, "Biases in the linear layers."),
       m("add_qkv_bias", &S::add_qkv_bias, "Biases in the query/key/value projection.",

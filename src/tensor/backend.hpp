@@ -209,6 +209,10 @@ class Backend {
   // x [n, 2f] holds [gate | up] per row; y [n, f] = silu(gate) * up.
   virtual void swiglu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) = 0;
+  // GeGLU with the tanh-approximated GeLU (T5 v1.1's gated-gelu): y = gelu_tanh(gate) * up,
+  // x and y laid out as for SwiGLU.
+  virtual void geglu_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void geglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) = 0;
 
   // --- dropout (nothing stored: the mask is recomputed from the key) --------------------------
   // keep element i when uniform(key, i) >= p; kept elements are scaled by 1 / (1 - p).

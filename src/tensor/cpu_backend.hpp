@@ -44,6 +44,8 @@ class CpuBackend final : public Backend {
   void gelu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, bool tanh_approx) override;
   void swiglu_forward(const Tensor& x, Tensor& y) override;
   void swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) override;
+  void geglu_forward(const Tensor& x, Tensor& y) override;
+  void geglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) override;
 
   void dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) override;
   void dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey key) override;

@@ -300,12 +300,33 @@ void CpuBackend::gelu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, bo
   }
 }
 
-void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
-  const Rows r = rows_of(y, "swiglu_forward");
-  cpu::require(x.rank() >= 1 && x.dim(-1) == 2 * r.c && x.numel() == 2 * y.numel(),
-               "swiglu_forward",
+namespace {
+
+// The gated units' gates: value and derivative.
+struct SiluGate {
+  static float value(float a) { return a * sigmoid(a); }
+  // d silu(a)/da = s (1 + a (1 - s)) with s = sigmoid(a).
+  static void grads(float dy, float a, float u, float& dgate, float& dup) {
+    const float s = sigmoid(a);
+    dgate = dy * u * s * (1.0f + a * (1.0f - s));
+    dup = dy * a * s;
+  }
+};
+struct GeluTanhGate {
+  static float value(float a) { return gelu_tanh(a); }
+  static void grads(float dy, float a, float u, float& dgate, float& dup) {
+    dgate = dy * u * gelu_tanh_grad(a);
+    dup = dy * gelu_tanh(a);
+  }
+};
+
+// y [.., f] = gate(x[.., :f]) * x[.., f:]
+template <class Gate>
+void glu_forward(const Tensor& x, Tensor& y, const char* op) {
+  const Rows r = rows_of(y, op);
+  cpu::require(x.rank() >= 1 && x.dim(-1) == 2 * r.c && x.numel() == 2 * y.numel(), op,
                "x " + to_string(x.shape()) + " must be [.., 2f] for y " + to_string(y.shape()));
-  const Floats fx = cpu::floats(x, "swiglu_forward"), fy = cpu::floats(y, "swiglu_forward");
+  const Floats fx = cpu::floats(x, op), fy = cpu::floats(y, op);
   const int64_t f = r.c, pieces = (f + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (x.numel() >= cpu::kParallelMin)
   for (int64_t k = 0; k < r.n * pieces; ++k) {
@@ -314,19 +335,18 @@ void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
     const float* gate = cpu::load_f32(fx, row * 2 * f + col, n, gb);
     const float* up = cpu::load_f32(fx, row * 2 * f + f + col, n, ub);
     float* ys = cpu::f32_target(fy, row * f + col, yb);
-    for (int64_t j = 0; j < n; ++j) ys[j] = gate[j] * sigmoid(gate[j]) * up[j];
+    for (int64_t j = 0; j < n; ++j) ys[j] = Gate::value(gate[j]) * up[j];
     cpu::store_f32(fy, row * f + col, n, ys);
   }
 }
 
-void CpuBackend::swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) {
-  const Rows r = rows_of(dy, "swiglu_backward");
-  cpu::require(x.rank() >= 1 && x.dim(-1) == 2 * r.c && x.numel() == 2 * dy.numel(),
-               "swiglu_backward",
+template <class Gate>
+void glu_backward(const Tensor& dy, const Tensor& x, Tensor& dx, const char* op) {
+  const Rows r = rows_of(dy, op);
+  cpu::require(x.rank() >= 1 && x.dim(-1) == 2 * r.c && x.numel() == 2 * dy.numel(), op,
                "x " + to_string(x.shape()) + " must be [.., 2f] for dy " + to_string(dy.shape()));
-  cpu::require_numel(x, dx, "swiglu_backward");
-  const Floats fdy = cpu::floats(dy, "swiglu_backward"), fx = cpu::floats(x, "swiglu_backward"),
-               fdx = cpu::floats(dx, "swiglu_backward");
+  cpu::require_numel(x, dx, op);
+  const Floats fdy = cpu::floats(dy, op), fx = cpu::floats(x, op), fdx = cpu::floats(dx, op);
   const int64_t f = r.c, pieces = (f + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (x.numel() >= cpu::kParallelMin)
   for (int64_t k = 0; k < r.n * pieces; ++k) {
@@ -338,15 +358,28 @@ void CpuBackend::swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) 
     const float* g = cpu::load_f32(fdy, row * f + col, n, db);
     float* dgate = cpu::f32_target(fdx, gate_at, dgb);
     float* dup = cpu::f32_target(fdx, up_at, dub);
-    // d silu(a)/da = s (1 + a (1 - s)) with s = sigmoid(a).
-    for (int64_t j = 0; j < n; ++j) {
-      const float a = gate[j], u = up[j], s = sigmoid(a), dyj = g[j];
-      dgate[j] = dyj * u * s * (1.0f + a * (1.0f - s));
-      dup[j] = dyj * a * s;
-    }
+    for (int64_t j = 0; j < n; ++j) Gate::grads(g[j], gate[j], up[j], dgate[j], dup[j]);
     cpu::store_f32(fdx, gate_at, n, dgate);
     cpu::store_f32(fdx, up_at, n, dup);
   }
+}
+
+}  // namespace
+
+void CpuBackend::swiglu_forward(const Tensor& x, Tensor& y) {
+  glu_forward<SiluGate>(x, y, "swiglu_forward");
+}
+
+void CpuBackend::swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  glu_backward<SiluGate>(dy, x, dx, "swiglu_backward");
+}
+
+void CpuBackend::geglu_forward(const Tensor& x, Tensor& y) {
+  glu_forward<GeluTanhGate>(x, y, "geglu_forward");
+}
+
+void CpuBackend::geglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  glu_backward<GeluTanhGate>(dy, x, dx, "geglu_backward");
 }
 
 void CpuBackend::dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) {

@@ -338,6 +338,12 @@ void CudaBackend::swiglu_forward(const Tensor& x, Tensor& y) {
 void CudaBackend::swiglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) {
   kernels::swiglu_backward(state_->stream(), dy, x, dx);
 }
+void CudaBackend::geglu_forward(const Tensor& x, Tensor& y) {
+  kernels::geglu_forward(state_->stream(), x, y);
+}
+void CudaBackend::geglu_backward(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  kernels::geglu_backward(state_->stream(), dy, x, dx);
+}
 
 void CudaBackend::dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) {
   kernels::dropout_forward(state_->stream(), x, y, p, key);

@@ -119,6 +119,22 @@ TEST_F(CudaActivationsTest, SwigluBackwardMatchesTheCpu) {
   }
 }
 
+TEST_F(CudaActivationsTest, GegluForwardAndBackwardMatchTheCpu) {
+  for (int64_t f : {771, 1024}) {
+    for (DType dtype : kFloatTypes) {
+      SCOPED_TRACE("f = " + std::to_string(f) + " " + dtype_name(dtype));
+      const Pair x = random({13, 2 * f}, dtype, 12, 2.0f), dy = random({13, f}, dtype, 13);
+      Pair y = empty({13, f}, dtype), dx = empty({13, 2 * f}, dtype);
+      cpu().geglu_forward(x.cpu, y.cpu);
+      gpu().geglu_forward(x.gpu, y.gpu);
+      expect_close(y, tolerance_for(dtype));
+      cpu().geglu_backward(dy.cpu, x.cpu, dx.cpu);
+      gpu().geglu_backward(dy.gpu, x.gpu, dx.gpu);
+      expect_close(dx, tolerance_for(dtype));
+    }
+  }
+}
+
 TEST_F(CudaActivationsTest, SwigluRejectsAnInputThatIsNotTwiceAsWide) {
   const Tensor x = gpu().zeros({4, 10}, DType::F32);
   Tensor y = gpu().empty({4, 4}, DType::F32);

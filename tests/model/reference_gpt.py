@@ -38,7 +38,7 @@ The model (pre-norm GPT, Megatron layout):
   1 value head; rotary (rotate-half, t = 0..T-1) on q and k; causal softmax attention scaled by
   1/sqrt(head_dim), query head h reads group h // (heads/groups); mid = x + attn @ Wproj^T (+b);
   y = mid + act(Norm2(mid) @ Wfc1^T (+b)) @ Wfc2^T (+b), act = gelu (erf) | gelu_tanh |
-  swiglu (fc1 = [gate | up], silu(gate) * up)
+  swiglu (fc1 = [gate | up], silu(gate) * up) | geglu (gelu_tanh(gate) * up)
   logits = FinalNorm(x) @ W^T over padded_vocab (W = wte when tied, else output_layer.weight)
   loss = sum(mask * CE(logits, labels)) / max(sum(mask), 1)
 BERT adds: x += tokentype[types]; attention bidirectional over keys < key_lengths[b]; before the
@@ -94,7 +94,7 @@ def expected_parameters(c):
         if bias:
             out.append((name + ".bias", [outputs]))
 
-    fc1_out = 2 * c["ffn"] if c["activation"] == "swiglu" else c["ffn"]
+    fc1_out = 2 * c["ffn"] if c["activation"] in ("swiglu", "geglu") else c["ffn"]
     for layer in range(c["num_layers"]):
         p = "decoder.layers.%d." % layer
         add_norm(p + "input_layernorm")
@@ -135,7 +135,7 @@ def check_config(c):
     if c["padded_vocab"] < c["vocab"]:
         raise BadInput("config.padded_vocab < vocab")
     choices = {"position": ("learned", "rotary"), "norm": ("layernorm", "rmsnorm"),
-               "activation": ("gelu", "gelu_tanh", "swiglu")}
+               "activation": ("gelu", "gelu_tanh", "swiglu", "geglu")}
     for k, allowed in choices.items():
         if c[k] not in allowed:
             raise BadInput("config.%s is %r, expected one of %s" % (k, c[k], ", ".join(allowed)))
@@ -170,6 +170,9 @@ def activation(c, x):
     if kind == "gelu_tanh":
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
     gate, up = x[:, :c["ffn"]], x[:, c["ffn"]:]
+    if kind == "geglu":  # tanh-approximated GeLU gate (T5 v1.1's gated-gelu)
+        gelu = 0.5 * gate * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (gate + 0.044715 * gate ** 3)))
+        return gelu * up
     return gate * torch.sigmoid(gate) * up
 
 

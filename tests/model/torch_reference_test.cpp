@@ -34,6 +34,7 @@ std::string name_of(recipe::Activation a) {
     case recipe::Activation::Gelu: return "gelu";
     case recipe::Activation::GeluTanh: return "gelu_tanh";
     case recipe::Activation::Swiglu: return "swiglu";
+    case recipe::Activation::Geglu: return "geglu";
   }
   return "?";
 }
@@ -159,6 +160,12 @@ TEST(GptAgainstPyTorch, LlamaShapedModelLossAndEveryGradientAgree) {
   expect_matches_torch(c);
 }
 
+TEST(GptAgainstPyTorch, GegluMlpAgrees) {
+  ModelConfig c = reference_gpt();
+  c.activation = recipe::Activation::Geglu;
+  expect_matches_torch(c);
+}
+
 TEST(GptAgainstPyTorch, GeluTanhWithQkvBiasOnlyAgrees) {
   ModelConfig c = reference_gpt();
   c.activation = recipe::Activation::GeluTanh;
@@ -263,10 +270,11 @@ TEST(T5AgainstPyTorch, RelativePositionsLossAndEveryGradientAgree) {
   expect_t5_matches_torch(c);
 }
 
-TEST(T5AgainstPyTorch, T5v11ShapeRelativeRmsNormUntiedWithoutBiasesAgrees) {
+TEST(T5AgainstPyTorch, T5v11ShapeRelativeRmsNormGegluUntiedWithoutBiasesAgrees) {
   ModelConfig c = reference_t5();
   c.position = recipe::PositionEmbedding::Relative;
   c.norm = recipe::Norm::RmsNorm;
+  c.activation = recipe::Activation::Geglu;
   c.tie_embeddings = false;
   c.output_bias = false;
   c.linear_bias = false;

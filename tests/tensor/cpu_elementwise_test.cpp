@@ -269,6 +269,36 @@ TEST_F(CpuElementwiseTest, SwigluBackwardMatchesNumericGradient) {
   expect_gradient_near(values(dx), numeric_gradient(x, forward, w));
 }
 
+// --- GeGLU --------------------------------------------------------------------------------------
+
+TEST_F(CpuElementwiseTest, GegluIsTanhGeluOfTheGateHalfTimesTheUpHalf) {
+  const int64_t n = 3, f = 2100;
+  const auto x = random_values(n * 2 * f, 22, 3.0f);
+  Tensor y = backend.empty({n, f}, DType::F32);
+  backend.geglu_forward(make(x, {n, 2 * f}), y);
+  const auto got = values(y);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < f; ++j) {
+      const double want = gelu_tanh(x[i * 2 * f + j]) * x[i * 2 * f + f + j];
+      // gelu_tanh's own 1e-6 (its test above), times the up half.
+      ASSERT_NEAR(got[i * f + j], want, 2e-6 * (std::abs(want) + 1e-3) + 1e-6) << i << ", " << j;
+    }
+  }
+}
+
+TEST_F(CpuElementwiseTest, GegluBackwardMatchesNumericGradient) {
+  const int64_t n = 4, f = 6;
+  const auto x = random_values(n * 2 * f, 23, 2.0f), w = random_values(n * f, 24);
+  const auto forward = [&](const std::vector<float>& v) {
+    Tensor y = backend.empty({n, f}, DType::F32);
+    backend.geglu_forward(make(v, {n, 2 * f}), y);
+    return values(y);
+  };
+  Tensor dx = backend.empty({n, 2 * f}, DType::F32);
+  backend.geglu_backward(make(w, {n, f}), make(x, {n, 2 * f}), dx);
+  expect_gradient_near(values(dx), numeric_gradient(x, forward, w));
+}
+
 TEST_F(CpuElementwiseTest, SwigluRejectsAnInputNotTwiceAsWideAsTheOutput) {
   Tensor y = backend.empty({4, 3}, DType::F32);
   EXPECT_THROW(backend.swiglu_forward(backend.zeros({4, 5}, DType::F32), y), std::logic_error);

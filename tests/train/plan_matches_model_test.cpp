@@ -100,10 +100,10 @@ TEST(PlanMatchesModel, T5RelativePositionTablesAreCountedExactlyUnderTensorParal
       "recipes/t5-tiny.yaml", {"model.position_embedding=relative", "parallel.tensor=2"});
 }
 
-TEST(PlanMatchesModel, UntiedT5WithoutBiasesIsCountedExactly) {
+TEST(PlanMatchesModel, UntiedGegluT5WithoutBiasesIsCountedExactly) {
   expect_plan_counts_the_engines_parameters(
       "recipes/t5-tiny.yaml", {"model.tie_embeddings=false", "model.add_bias_linear=false",
-                               "model.normalization=rmsnorm"});
+                               "model.normalization=rmsnorm", "model.activation=geglu"});
 }
 
 }  // namespace
