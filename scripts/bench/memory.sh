@@ -28,6 +28,10 @@ configs=(
   "gpt-tiny bf16|recipes/gpt-tiny.yaml precision.dtype=bf16"
   "gpt-tiny full recompute|recipes/gpt-tiny.yaml training.recompute=full"
   "gpt-tiny selective|recipes/gpt-tiny.yaml training.recompute=selective"
+  "t5-tiny f32|recipes/t5-tiny.yaml"
+  "t5-tiny relative|recipes/t5-tiny.yaml model.position_embedding=relative"
+  "t5-tiny bf16 selective|recipes/t5-tiny.yaml precision.dtype=bf16 training.recompute=selective"
+  "t5-base b4 s512/128|recipes/t5-base.yaml training.micro_batch_size=4 training.global_batch_size=4 cluster.hardware=cpu cluster.gpus_per_node=1 precision.dtype=f32 model.hidden_dropout=0 model.attention_dropout=0"
   "gpt-125m b4 s256|recipes/gpt-125m.yaml training.train_tokens=null training.micro_batch_size=4 training.global_batch_size=4 data.seq_length=256 cluster.hardware=cpu cluster.nodes=1 cluster.gpus_per_node=1 parallel.tensor=1 parallel.pipeline=1 parallel.data=null precision.dtype=f32 model.hidden_dropout=0 model.attention_dropout=0"
 )
 

@@ -19,8 +19,12 @@ std::vector<std::pair<std::string, std::string>> model_fields(const model::Model
       {"model.ffn_hidden_size", std::to_string(c.ffn)},
       {"model.vocab_size", std::to_string(c.vocab)},
       {"model.position_embedding", std::string(name_of(c.position))}};
+  if (c.encoder_decoder) f.emplace_back("model.decoder_num_layers", std::to_string(c.decoder_layers));
   if (c.position == recipe::PositionEmbedding::Learned) {
     f.emplace_back("model.max_position_embeddings", std::to_string(c.max_positions));
+  } else if (c.position == recipe::PositionEmbedding::Relative) {
+    f.emplace_back("model.relative_attention_num_buckets", std::to_string(c.relative_buckets));
+    f.emplace_back("model.relative_attention_max_distance", std::to_string(c.relative_max_distance));
   } else {
     f.emplace_back("model.rotary_percent", fmt::format("{}", c.rotary_percent));
     f.emplace_back("model.rotary_base", fmt::format("{}", c.rotary_base));

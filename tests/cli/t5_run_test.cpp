@@ -154,6 +154,21 @@ TEST(T5Checkpoint, TensorParallelCheckpointContinuesInOneProcessAndAfterConvert)
   EXPECT_EQ(continued.metrics.size(), 2u);
 }
 
+TEST(T5Checkpoint, AnotherDecoderDepthOrAPipelineConvertIsOneLine) {
+  test_support::TempDir save, out;
+  const Training run = train(1, "training.train_iters=2" + save_to(save.path()));
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const Training deeper = train(1, "model.decoder_num_layers=3 checkpoint.load=" + save.path().string());
+  EXPECT_EQ(deeper.result.exit_code, 2);
+  EXPECT_NE(deeper.result.err.find("the checkpoint's model.decoder_num_layers is 2 but the recipe's is 3"),
+            std::string::npos)
+      << deeper.result.err;
+  const CommandResult pp = run_megatron("convert --quiet --load " + save.path().string() + " --save " +
+                                        out.path().string() + " --pp 2");
+  EXPECT_EQ(pp.exit_code, 2);
+  EXPECT_NE(pp.err.find("--pp 2: T5 trains on one pipeline stage so far"), std::string::npos) << pp.err;
+}
+
 TEST(T5Refusals, APipelineIsOneLineNamingTheSetting) {
   const CommandResult r = run_job("run " + launch_args(2) + t5_model() + "parallel.pipeline=2");
   EXPECT_EQ(r.exit_code, 2);
