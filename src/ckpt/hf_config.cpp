@@ -206,13 +206,81 @@ model::ModelConfig llama_from(const Keys& k) {
   return c;
 }
 
+// T5 v1.1 (and flan-t5): gated-gelu, relative positions, RMS norms, no biases, untied head.
+// The original T5's ReLU MLP and its tied head (which rescales the decoder output by
+// d_model^-0.5) have no counterpart here.
+model::ModelConfig t5_from(const Keys& k, bool& head_from_embedding) {
+  model::ModelConfig c;
+  c.arch = recipe::Arch::T5;
+  c.causal = false;
+  c.encoder_decoder = true;
+  c.num_layers = k.size("num_layers", kMaxLayers);
+  c.decoder_layers = k.size("num_decoder_layers", kMaxLayers, c.num_layers);
+  c.hidden = k.size("d_model", kMaxHidden);
+  c.heads = k.size("num_heads", kMaxHeads);
+  c.groups = c.heads;
+  c.head_dim = k.size("d_kv", kMaxHeadDim);
+  c.ffn = k.size("d_ff", kMaxFfn);
+  c.vocab = k.size("vocab_size", kMaxVocab);
+  c.position = PositionEmbedding::Relative;
+  c.relative_buckets = k.size("relative_attention_num_buckets", 1024, 32);
+  c.relative_max_distance = k.size("relative_attention_max_distance", kMaxPositions, 128);
+  if (c.relative_buckets < 4) k.bad("relative_attention_num_buckets", "expected at least 4");
+  if (c.relative_max_distance <= c.relative_buckets / 2) {
+    k.bad("relative_attention_max_distance", "must exceed half the buckets");
+  }
+  c.norm = Norm::RmsNorm;
+  c.norm_eps = k.real("layer_norm_epsilon", 1e-6, positive, "a positive number");
+  c.activation = Activation::Geglu;
+  c.tie_embeddings = false;
+  c.linear_bias = c.qkv_bias = false;
+  c.output_bias = false;
+  c.hidden_dropout = c.attention_dropout =
+      k.real("dropout_rate", 0.1, probability, "a probability in [0, 1)");
+  c.init_std = 0.02;
+  // T5's learned-free positions: the encoder length T5 is trained at (n_positions when given).
+  c.max_positions = k.size("n_positions", kMaxPositions, 512);
+  c.decoder_seq_length = std::min<int64_t>(c.max_positions, 128);
+  if (k.has("feed_forward_proj") && k.get<std::string>("feed_forward_proj") != "gated-gelu") {
+    k.bad("feed_forward_proj", "only T5 v1.1's gated-gelu imports (the engine's geglu)");
+  }
+  if (!k.has("feed_forward_proj")) {
+    throw UserError("config.json: feed_forward_proj is missing; T5's default \"relu\" does not "
+                    "import (only T5 v1.1's gated-gelu does)");
+  }
+  // transformers < 5 writes tie_word_embeddings false for T5 v1.1 and true for the original T5,
+  // which rescales the decoder output by d_model^-0.5 before its tied head; transformers 5 always
+  // ties and says with scale_decoder_outputs whether it rescales.
+  const bool tied = k.get<bool>("tie_word_embeddings", true);
+  const bool rescaled = k.get<bool>("scale_decoder_outputs", tied);
+  if (rescaled) {
+    throw UserError("config.json: the original T5's head (tied, rescaled by d_model^-0.5) has no "
+                    "counterpart here; T5 v1.1 and flan-t5 import");
+  }
+  head_from_embedding = tied;
+  k.neutral("is_encoder_decoder", true);
+  return c;
+}
+
 }  // namespace
 
 HfArch hf_architecture(const model::ModelConfig& c) {
   using recipe::name_of;
   if (c.arch == recipe::Arch::T5) {
-    throw UserError("convert --to hf: T5 checkpoints have no Hugging Face export yet (GPT, Llama "
-                    "and BERT do)");
+    const HfArch a = HfArch::T5;
+    const char* why = "T5 (T5 v1.1's shape)";
+    need(c.position == PositionEmbedding::Relative, "model.position_embedding",
+         std::string(name_of(c.position)), a, why, "relative");
+    need(c.norm == Norm::RmsNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
+         "rmsnorm");
+    need(c.activation == Activation::Geglu, "model.activation", std::string(name_of(c.activation)),
+         a, why, "geglu");
+    need(!c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "false");
+    need(!c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, why, "false");
+    need(!c.tie_embeddings, "model.tie_embeddings", text(c.tie_embeddings), a, why, "false");
+    need(c.groups == c.heads, "model.num_query_groups", std::to_string(c.groups), a, why,
+         fmt::format("{} (model.num_attention_heads)", c.heads));
+    return a;
   }
   if (c.arch == recipe::Arch::Bert) {
     const HfArch a = HfArch::MegatronBert;
@@ -264,7 +332,27 @@ HfArch hf_architecture(const model::ModelConfig& c) {
 nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::DType dtype) {
   nlohmann::ordered_json j;
   j["architectures"] = {std::string(architecture_name(arch))};
-  if (arch == HfArch::Gpt2) {
+  if (arch == HfArch::T5) {
+    j["model_type"] = "t5";
+    j["vocab_size"] = c.vocab;
+    j["d_model"] = c.hidden;
+    j["d_kv"] = c.head_dim;
+    j["d_ff"] = c.ffn;
+    j["num_layers"] = c.num_layers;
+    j["num_decoder_layers"] = c.decoder_layers;
+    j["num_heads"] = c.heads;
+    j["relative_attention_num_buckets"] = c.relative_buckets;
+    j["relative_attention_max_distance"] = c.relative_max_distance;
+    j["dropout_rate"] = c.hidden_dropout;
+    j["layer_norm_epsilon"] = c.norm_eps;
+    j["initializer_factor"] = 1.0;
+    j["feed_forward_proj"] = "gated-gelu";
+    j["is_encoder_decoder"] = true;
+    j["decoder_start_token_id"] = 0;
+    j["pad_token_id"] = 0;
+    j["eos_token_id"] = 1;
+    j["n_positions"] = c.max_positions;
+  } else if (arch == HfArch::Gpt2) {
     j["model_type"] = "gpt2";
     j["vocab_size"] = c.vocab;
     j["n_positions"] = c.max_positions;
@@ -337,9 +425,12 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
   } else if (type == "megatron-bert") {
     m.arch = HfArch::MegatronBert;
     m.config = megatron_bert_from(k);
+  } else if (type == "t5") {
+    m.arch = HfArch::T5;
+    m.config = t5_from(k, m.head_from_embedding);
   } else {
     throw UserError(fmt::format(
-        "{}: model_type \"{}\" cannot be imported (gpt2, llama and megatron-bert can)", where,
+        "{}: model_type \"{}\" cannot be imported (gpt2, llama, megatron-bert and t5 can)", where,
         printable(type)));
   }
   model::ModelConfig& c = m.config;

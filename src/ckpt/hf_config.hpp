@@ -24,6 +24,9 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
 struct HfModel {
   HfArch arch = HfArch::Gpt2;
   model::ModelConfig config;
+  // T5 saved by transformers 5, which always ties lm_head to `shared` (without the original
+  // T5's rescaling): the engine's untied output layer starts as a copy of the embedding.
+  bool head_from_embedding = false;
 };
 HfModel hf_model_from_config(const nlohmann::json& config, const std::string& where);
 

@@ -1,5 +1,9 @@
 #include "ckpt/hf_layout.hpp"
 
+#include <array>
+#include <cmath>
+#include <tuple>
+
 #include "model/parameter_names.hpp"
 
 namespace megatron::ckpt {
@@ -9,6 +13,7 @@ std::string_view architecture_name(HfArch arch) {
     case HfArch::Gpt2: return "GPT2LMHeadModel";
     case HfArch::Llama: return "LlamaForCausalLM";
     case HfArch::MegatronBert: return "MegatronBertForPreTraining";
+    case HfArch::T5: return "T5ForConditionalGeneration";
   }
   return "?";
 }
@@ -179,10 +184,83 @@ HfLayout megatron_bert(const model::ModelConfig& c) {
   return b.take();
 }
 
+// T5 v1.1 (gated-gelu, relative positions, RMS norms, no biases, untied head): one shared
+// embedding, query/key/value/output per attention, and the relative-bias table in each stack's
+// first block. Megatron's scores divide by sqrt(head_dim) and Hugging Face's do not, so the
+// queries carry that factor here.
+HfLayout t5(const model::ModelConfig& c, bool head_from_embedding) {
+  Builder b(HfArch::T5);
+  const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
+  const double query_scale = std::sqrt(double(c.head_dim));
+  const auto norm = [&](const std::string& m, const std::string& t) {
+    b.same(m + ".weight", {h}, Split::None, b.hf(t + ".weight", {h}));
+  };
+  const auto attention = [&](const std::string& t) {
+    return std::array<size_t, 4>{b.hf(t + ".q.weight", {q, h}), b.hf(t + ".k.weight", {kv, h}),
+                                 b.hf(t + ".v.weight", {kv, h}), b.hf(t + ".o.weight", {h, q})};
+  };
+  const auto mlp = [&](const std::string& m, const std::string& t) {
+    const size_t gate = b.hf(t + "DenseReluDense.wi_0.weight", {c.ffn, h});
+    const size_t up = b.hf(t + "DenseReluDense.wi_1.weight", {c.ffn, h});
+    b.add(m + "mlp.linear_fc1.weight", {2 * c.ffn, h}, Split::Rows, 2,
+          {{gate, 0, c.ffn}, {up, 0, c.ffn}});
+    b.same(m + "mlp.linear_fc2.weight", {h, c.ffn}, Split::Columns,
+           b.hf(t + "DenseReluDense.wo.weight", {h, c.ffn}));
+  };
+  const auto self_attention = [&](const std::string& m, const std::string& t) {
+    const auto [qw, kw, vw, ow] = attention(t + "SelfAttention");
+    std::vector<HfRows> blocks = qkv_blocks(c, {qw, 0, q}, {kw, 0, kv}, {vw, 0, kv});
+    for (HfRows& r : blocks) {
+      if (r.hf == qw) r.scale = query_scale;
+    }
+    b.add(m + "self_attention.linear_qkv.weight", {q + 2 * kv, h}, Split::Rows, 1, std::move(blocks));
+    b.same(m + "self_attention.linear_proj.weight", {h, q}, Split::Columns, ow);
+  };
+  const size_t shared = b.hf("shared.weight", {c.vocab, h});
+  b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows, shared);
+  for (const auto& [stack, layers, first] :
+       {std::tuple{std::string("encoder"), c.num_layers, int64_t{0}},
+        std::tuple{std::string("decoder"), c.decoder_layers, c.num_layers}}) {
+    b.same(stack + "_relative_pos_emb.relative_attention_bias.weight",
+           {c.relative_buckets, c.heads}, Split::Columns,
+           b.hf(stack + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                {c.relative_buckets, c.heads}));
+    for (int64_t i = 0; i < layers; ++i) {
+      const std::string m = model::block_prefix(first + i, c.num_layers);
+      const std::string t = stack + ".block." + std::to_string(i) + ".layer.";
+      norm(m + "input_layernorm", t + "0.layer_norm");
+      self_attention(m, t + "0.");
+      if (stack == "decoder") {
+        norm(m + "pre_cross_attn_layernorm", t + "1.layer_norm");
+        const auto [qw, kw, vw, ow] = attention(t + "1.EncDecAttention");
+        b.add(m + "cross_attention.linear_q.weight", {q, h}, Split::Rows, 1,
+              {{.hf = qw, .row0 = 0, .rows = q, .scale = query_scale}});
+        // linear_kv's rows go group by group: the group's key, then its value.
+        std::vector<HfRows> blocks;
+        for (int64_t g = 0; g < c.groups; ++g) {
+          blocks.push_back({kw, g * c.head_dim, c.head_dim});
+          blocks.push_back({vw, g * c.head_dim, c.head_dim});
+        }
+        b.add(m + "cross_attention.linear_kv.weight", {2 * kv, h}, Split::Rows, 1, std::move(blocks));
+        b.same(m + "cross_attention.linear_proj.weight", {h, q}, Split::Columns, ow);
+      }
+      const std::string ff = t + (stack == "decoder" ? "2." : "1.");
+      norm(m + "pre_mlp_layernorm", ff + "layer_norm");
+      mlp(m, ff);
+    }
+    if (stack == "encoder") norm("encoder.final_layernorm", "encoder.final_layer_norm");
+  }
+  norm("decoder.final_layernorm", "decoder.final_layer_norm");
+  b.same("output_layer.weight", {c.padded_vocab, h}, Split::Rows,
+         head_from_embedding ? shared : b.hf("lm_head.weight", {c.vocab, h}));
+  return b.take();
+}
+
 }  // namespace
 
-HfLayout hf_layout(HfArch arch, const model::ModelConfig& c) {
+HfLayout hf_layout(HfArch arch, const model::ModelConfig& c, bool head_from_embedding) {
   switch (arch) {
+    case HfArch::T5: return t5(c, head_from_embedding);
     case HfArch::Gpt2: return gpt2(c);
     case HfArch::Llama: return llama(c);
     case HfArch::MegatronBert: return megatron_bert(c);

@@ -1,6 +1,6 @@
 // Which Hugging Face tensors each megatron parameter is made of (GPT2LMHeadModel,
-// LlamaForCausalLM and MegatronBertForPreTraining): pure naming and row arithmetic, shared by
-// export and import.
+// LlamaForCausalLM, MegatronBertForPreTraining and T5ForConditionalGeneration): pure naming and
+// row arithmetic, shared by export and import.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,8 @@
 
 namespace megatron::ckpt {
 
-enum class HfArch { Gpt2, Llama, MegatronBert };
-// "GPT2LMHeadModel", "LlamaForCausalLM", "MegatronBertForPreTraining"
+enum class HfArch { Gpt2, Llama, MegatronBert, T5 };
+// "GPT2LMHeadModel", "LlamaForCausalLM", "MegatronBertForPreTraining", "T5ForConditionalGeneration"
 std::string_view architecture_name(HfArch arch);
 
 // A Hugging Face tensor seen in megatron's orientation: [rows, cols] (1-D as [n, 1]).
@@ -32,6 +32,9 @@ struct HfRows {
   size_t hf = 0;
   int64_t row0 = 0;
   int64_t rows = 0;
+  // megatron = scale x Hugging Face (T5's queries: Hugging Face's T5 does not divide its scores
+  // by sqrt(head_dim), megatron does). Exact for a power-of-two scale.
+  double scale = 1.0;
 };
 
 // A megatron parameter as a stack of row blocks of Hugging Face tensors; rows past the blocks'
@@ -51,6 +54,7 @@ struct HfLayout {
 };
 
 // The layout of `c` under `arch` (the caller has checked that `arch` can hold `c`).
-HfLayout hf_layout(HfArch arch, const model::ModelConfig& c);
+// `head_from_embedding` (import only): the output layer reads the embedding's tensor.
+HfLayout hf_layout(HfArch arch, const model::ModelConfig& c, bool head_from_embedding = false);
 
 }  // namespace megatron::ckpt

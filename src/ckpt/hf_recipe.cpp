@@ -24,6 +24,7 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
   const model::ModelConfig& c = m.config;
   const bool rotary = c.position == recipe::PositionEmbedding::Rotary;
   const bool bert = c.arch == recipe::Arch::Bert;
+  const bool t5 = c.arch == recipe::Arch::T5;
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::string y = fmt::format(
       "# Imported from Hugging Face {} ({}). Every model key is explicit; {}\n"
@@ -35,11 +36,18 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
   if (bert) y += fmt::format("  bert_binary_head: {}\n", b(c.binary_head));
   y += fmt::format("  num_layers: {}\n  hidden_size: {}\n  num_attention_heads: {}\n", c.num_layers,
                    c.hidden, c.heads);
+  if (t5) y += fmt::format("  decoder_num_layers: {}\n", c.decoder_layers);
   y += fmt::format("  num_query_groups: {}\n  kv_channels: {}\n  ffn_hidden_size: {}\n", c.groups,
                    c.head_dim, c.ffn);
   y += fmt::format("  vocab_size: {}\n  make_vocab_size_divisible_by: 128\n", c.vocab);
-  y += fmt::format("  max_position_embeddings: {}\n  position_embedding: {}\n", c.max_positions,
-                   name_of(c.position));
+  if (t5) {
+    y += fmt::format("  position_embedding: relative\n  relative_attention_num_buckets: {}\n"
+                     "  relative_attention_max_distance: {}\n",
+                     c.relative_buckets, c.relative_max_distance);
+  } else {
+    y += fmt::format("  max_position_embeddings: {}\n  position_embedding: {}\n", c.max_positions,
+                     name_of(c.position));
+  }
   if (rotary) {
     y += fmt::format("  rotary_base: {}\n  rotary_percent: {}\n", c.rotary_base, c.rotary_percent);
   }
@@ -54,8 +62,9 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
   const std::optional<HfTokenizerFiles> tok = find_hf_tokenizer(source);
   const std::string kind = tok ? std::string(name_of(tok->kind))
                            : bert ? "bert-wordpiece-lowercase"
-                           : rotary ? "sentencepiece" : "gpt2-bpe";
+                           : rotary || t5 ? "sentencepiece" : "gpt2-bpe";
   y += fmt::format("data:\n  seq_length: {}\n  tokenizer: {}\n", c.seq_length, kind);
+  if (t5) y += fmt::format("  decoder_seq_length: {}\n", c.decoder_seq_length);
   if (tok && !tok->vocab_file.empty()) y += fmt::format("  vocab_file: {}\n", nlohmann::json(tok->vocab_file).dump());
   if (tok && !tok->merge_file.empty()) y += fmt::format("  merge_file: {}\n", nlohmann::json(tok->merge_file).dump());
   if (tok && !tok->tokenizer_model.empty()) {
@@ -163,8 +172,14 @@ model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padd
     c.output_bias = true;
     c.binary_head = f.flag("model.bert_binary_head");
     c.token_types = c.binary_head ? 2 : 0;
+  } else if (arch == "t5") {
+    c.arch = recipe::Arch::T5;
+    c.causal = false;
+    c.encoder_decoder = true;
+    c.decoder_layers = f.size("model.decoder_num_layers", kMaxLayers);
+    c.decoder_seq_length = recipe_value<int64_t>(recipe, "data", "decoder_seq_length", 0);
   } else if (arch != "gpt") {
-    throw UserError(fmt::format("checkpoint field model.arch = \"{}\": only gpt and bert "
+    throw UserError(fmt::format("checkpoint field model.arch = \"{}\": only gpt, bert and t5 "
                                 "checkpoints convert", printable(arch)));
   }
   c.num_layers = f.size("model.num_layers", kMaxLayers);
@@ -184,6 +199,10 @@ model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padd
   c.seq_length = recipe_value<int64_t>(recipe, "data", "seq_length", 0);
   if (c.position == recipe::PositionEmbedding::Learned) {
     c.max_positions = f.size("model.max_position_embeddings", kMaxPositions);
+  } else if (c.position == recipe::PositionEmbedding::Relative) {
+    c.relative_buckets = f.size("model.relative_attention_num_buckets", 1024);
+    c.relative_max_distance = f.size("model.relative_attention_max_distance", kMaxPositions);
+    c.max_positions = c.seq_length > 0 ? c.seq_length : 512;
   } else {
     c.rotary_percent = f.number("model.rotary_percent");
     c.rotary_base = f.number("model.rotary_base");
@@ -196,6 +215,7 @@ model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padd
   c.norm = f.choice<recipe::Norm>("model.normalization");
   c.activation = f.choice<recipe::Activation>("model.activation");
   c.tie_embeddings = f.flag("model.tie_embeddings");
+  c.output_bias = c.arch == recipe::Arch::Bert || (c.arch == recipe::Arch::T5 && c.tie_embeddings);
   c.linear_bias = f.flag("model.add_bias_linear");
   c.qkv_bias = f.flag("model.add_qkv_bias");
   c.norm_eps = recipe_value<double>(recipe, "model", "norm_epsilon", 1e-5);

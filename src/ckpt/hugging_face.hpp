@@ -65,6 +65,7 @@ class HuggingFaceSource : public TensorSource {
   std::filesystem::path dir_;
   model::ModelConfig config_;
   HfLayout layout_;
+  bool head_from_embedding_ = false;  // T5 from transformers 5: lm_head is `shared`
   std::string recipe_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<Located> located_;  // per layout_.hf

@@ -60,7 +60,8 @@ std::vector<std::byte> assemble(const CheckpointReader& ckpt, const HfTensor& hf
     const Box box{.row0 = s.m_row0, .rows = s.block.rows, .col0 = 0, .cols = cols};
     std::vector<std::byte> raw(size_t(box.numel()) * tensor::size_of(s.info->dtype));
     ckpt.read_raw(*s.info, {box}, raw);
-    const std::vector<std::byte> converted = convert_elements(raw, s.info->dtype, dtype);
+    std::vector<std::byte> converted = convert_elements(raw, s.info->dtype, dtype);
+    scale_elements(converted, dtype, 1.0 / s.block.scale);
     std::memcpy(&whole[size_t(s.block.row0 * cols) * elem], converted.data(), converted.size());
     covered += s.block.rows;
   }

@@ -49,6 +49,8 @@ bool is_buffer(HfArch arch, const std::string& name) {
   };
   if (arch == HfArch::Gpt2) return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
   if (arch == HfArch::MegatronBert) return name == "bert.embeddings.position_ids";
+  // T5's encoder and decoder embed_tokens are `shared`, tied (saved or not).
+  if (arch == HfArch::T5) return name == "encoder.embed_tokens.weight" || name == "decoder.embed_tokens.weight";
   return ends_with(".rotary_emb.inv_freq");
 }
 
@@ -60,7 +62,8 @@ HuggingFaceSource::HuggingFaceSource(const fs::path& dir, int64_t tensor_paralle
   config_ = model.config;
   const int64_t multiple = 128 * std::max<int64_t>(tensor_parallel, 1);
   config_.padded_vocab = (config_.vocab + multiple - 1) / multiple * multiple;
-  layout_ = hf_layout(model.arch, config_);
+  layout_ = hf_layout(model.arch, config_, model.head_from_embedding);
+  head_from_embedding_ = model.head_from_embedding;
   open_files(dir_);
   locate_tensors();
 
@@ -154,7 +157,7 @@ void HuggingFaceSource::locate_tensors() {
   for (const auto& [name, where] : all) {
     if (used.count(name) || is_buffer(layout_.arch, name)) continue;
     // A tied model saved without de-duplication carries the output layer, equal to wte.
-    if (config_.tie_embeddings && name == "lm_head.weight") continue;
+    if ((config_.tie_embeddings || head_from_embedding_) && name == "lm_head.weight") continue;
     // BERT's decoder is the word embedding and cls.predictions.bias, tied.
     if (layout_.arch == HfArch::MegatronBert &&
         (name == "cls.predictions.decoder.weight" || name == "cls.predictions.decoder.bias")) {
@@ -208,6 +211,8 @@ const std::vector<std::byte>& HuggingFaceSource::whole(size_t index) const {
     }
     std::memcpy(&cache_[size_t(row * cols) * elem], &hf[size_t(b.row0 * cols) * elem],
                 size_t(b.rows * cols) * elem);
+    scale_elements(std::span(&cache_[size_t(row * cols) * elem], size_t(b.rows * cols) * elem),
+                   dtype_, b.scale);
     row += b.rows;
   }
   cached_ = index;

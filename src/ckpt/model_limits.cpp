@@ -30,7 +30,11 @@ int64_t checked_parameter_count(const model::ModelConfig& c, std::string_view wh
   int64_t layer = add(add(mul(qkv, c.hidden), mul(c.hidden, q)), add(mul(fc1, c.hidden), mul(c.hidden, c.ffn)));
   layer = add(layer, mul(4, c.hidden));  // norms (an upper bound: with their biases)
   if (c.linear_bias || c.qkv_bias) layer = add(layer, add(add(qkv, fc1), mul(2, c.hidden)));
-  int64_t total = mul(layer, c.num_layers);
+  // A T5 decoder layer (self- and cross-attention and the MLP) is under two encoder layers.
+  int64_t total = mul(layer, add(c.num_layers, mul(2, c.decoder_layers)));
+  if (c.position == recipe::PositionEmbedding::Relative) {
+    total = add(total, mul(2, mul(c.relative_buckets, c.heads)));
+  }
   const int64_t vocab = std::max(c.vocab, c.padded_vocab);
   total = add(total, mul(mul(vocab, c.hidden), c.tie_embeddings ? 1 : 2));
   if (c.position == recipe::PositionEmbedding::Learned) total = add(total, mul(c.max_positions, c.hidden));

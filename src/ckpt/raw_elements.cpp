@@ -50,6 +50,15 @@ void transpose_as(const std::byte* in, std::byte* out, int64_t rows, int64_t col
 
 }  // namespace
 
+void scale_elements(std::span<std::byte> bytes, DType dtype, double factor) {
+  if (factor == 1.0) return;
+  std::vector<float> f = to_f32(bytes, dtype);
+  for (float& v : f) v = float(double(v) * factor);
+  const std::vector<std::byte> back = convert_elements(
+      std::as_bytes(std::span<const float>(f)), DType::F32, dtype);
+  std::memcpy(bytes.data(), back.data(), bytes.size());
+}
+
 std::vector<std::byte> convert_elements(std::span<const std::byte> in, DType from, DType to) {
   if (from == to) return {in.begin(), in.end()};
   const std::vector<float> f = to_f32(in, from);

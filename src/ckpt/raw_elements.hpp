@@ -15,6 +15,9 @@ namespace megatron::ckpt {
 std::vector<std::byte> convert_elements(std::span<const std::byte> in, tensor::DType from,
                                         tensor::DType to);
 
+// Every element of `bytes` (of `dtype`) times `factor`, rounded back to `dtype`.
+void scale_elements(std::span<std::byte> bytes, tensor::DType dtype, double factor);
+
 // in [rows, cols] -> [cols, rows], elements of `element_size` bytes.
 std::vector<std::byte> transpose_elements(std::span<const std::byte> in, int64_t rows, int64_t cols,
                                           size_t element_size);

@@ -6,8 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint_reader.hpp"
+#include "model/relative_position.hpp"
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
 #include "hf_fixtures.hpp"
@@ -198,6 +203,139 @@ Matrix llama_logits(const HfWeights& w, const model::ModelConfig& c,
   return matmul(out, t, h, head, c.vocab, true);
 }
 
+// transformers' T5ForConditionalGeneration (T5 v1.1): T5LayerNorm (RMS), unscaled scores plus
+// the stack's relative_attention_bias of block 0 (bidirectional buckets in the encoder, looking
+// back in the decoder), gated-gelu (gelu_new(wi_0 h) * wi_1 h), EncDecAttention over the
+// encoder output, an untied lm_head without rescaling. Logits [Td, vocab].
+Matrix t5_logits(const HfWeights& w, const model::ModelConfig& c, const std::vector<int32_t>& enc,
+                 const std::vector<int32_t>& dec) {
+  const int64_t h = c.hidden, nh = c.heads, d = c.head_dim, f = c.ffn, inner = nh * d;
+  const Matrix shared = w.get("shared.weight", c.vocab, h);
+  const auto embed = [&](const std::vector<int32_t>& ids) {
+    Matrix x;
+    for (int32_t id : ids) x.insert(x.end(), shared.begin() + id * h, shared.begin() + (id + 1) * h);
+    return x;
+  };
+  const auto rms = [&](const Matrix& x, int64_t t, const std::string& name) {
+    return layer_norm(x, t, h, w.get(name, h), nullptr, c.norm_eps);
+  };
+  // Scores q.k (unscaled) + bias; queries [tq, inner], keys/values [tk, inner].
+  const auto attend = [&](const Matrix& q, const Matrix& k, const Matrix& v, int64_t tq, int64_t tk,
+                          bool causal, const Matrix* table, bool bidirectional) {
+    Matrix o(size_t(tq * inner), 0.0);
+    for (int64_t hh = 0; hh < nh; ++hh)
+      for (int64_t i = 0; i < tq; ++i) {
+        std::vector<double> s(size_t(tk), -1e300);
+        double max = -1e300, sum = 0;
+        for (int64_t j = 0; j < (causal ? i + 1 : tk); ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e) dot += q[size_t(i * inner + hh * d + e)] * k[size_t(j * inner + hh * d + e)];
+          if (table) {
+            const int64_t bucket = model::relative_bucket(j - i, bidirectional, c.relative_buckets,
+                                                          c.relative_max_distance);
+            dot += (*table)[size_t(bucket * nh + hh)];
+          }
+          s[size_t(j)] = dot;
+          max = std::max(max, dot);
+        }
+        for (int64_t j = 0; j < (causal ? i + 1 : tk); ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - max));
+        for (int64_t j = 0; j < (causal ? i + 1 : tk); ++j)
+          for (int64_t e = 0; e < d; ++e)
+            o[size_t(i * inner + hh * d + e)] += s[size_t(j)] / sum * v[size_t(j * inner + hh * d + e)];
+      }
+    return o;
+  };
+  const auto project = [&](const Matrix& x, int64_t t, const std::string& name, int64_t out, int64_t in) {
+    return matmul(x, t, in, w.get(name, out, in), out, true);
+  };
+  const auto feed_forward = [&](Matrix& x, int64_t t, const std::string& p) {
+    const Matrix n = rms(x, t, p + "layer_norm.weight");
+    Matrix gate = project(n, t, p + "DenseReluDense.wi_0.weight", f, h);
+    const Matrix up = project(n, t, p + "DenseReluDense.wi_1.weight", f, h);
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const double g = gate[i];
+      gate[i] = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
+    }
+    const Matrix out = project(gate, t, p + "DenseReluDense.wo.weight", h, f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
+  };
+  const auto self_attention = [&](Matrix& x, int64_t t, const std::string& p, const Matrix& table,
+                                  bool decoder) {
+    const Matrix n = rms(x, t, p + "layer_norm.weight");
+    const std::string a = p + "SelfAttention.";
+    const Matrix o = attend(project(n, t, a + "q.weight", inner, h), project(n, t, a + "k.weight", inner, h),
+                            project(n, t, a + "v.weight", inner, h), t, t, decoder, &table, !decoder);
+    const Matrix out = project(o, t, a + "o.weight", h, inner);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
+  };
+  const int64_t te = int64_t(enc.size()), td = int64_t(dec.size());
+  Matrix x = embed(enc);
+  const Matrix enc_table = w.get("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                                 c.relative_buckets, nh);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "encoder.block." + std::to_string(l) + ".layer.";
+    self_attention(x, te, p + "0.", enc_table, false);
+    feed_forward(x, te, p + "1.");
+  }
+  const Matrix memory = rms(x, te, "encoder.final_layer_norm.weight");
+  Matrix y = embed(dec);
+  const Matrix dec_table = w.get("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                                 c.relative_buckets, nh);
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    const std::string p = "decoder.block." + std::to_string(l) + ".layer.";
+    self_attention(y, td, p + "0.", dec_table, true);
+    const Matrix n = rms(y, td, p + "1.layer_norm.weight");
+    const std::string a = p + "1.EncDecAttention.";
+    const Matrix o = attend(project(n, td, a + "q.weight", inner, h), project(memory, te, a + "k.weight", inner, h),
+                            project(memory, te, a + "v.weight", inner, h), td, te, false, nullptr, false);
+    const Matrix out = project(o, td, a + "o.weight", h, inner);
+    for (size_t i = 0; i < y.size(); ++i) y[i] += out[i];
+    feed_forward(y, td, p + "2.");
+  }
+  const Matrix final = rms(y, td, "decoder.final_layer_norm.weight");
+  return matmul(final, td, h, w.get("lm_head.weight", c.vocab, h), c.vocab, true);
+}
+
+// The engine's decoder logits [batch * Td, padded vocab] for encoder tokens `enc` (batch-major
+// rows of te, sequence b's first key_lengths[b] real) and decoder tokens `dec` (rows of td), from
+// the checkpoint imported from hf_dir.
+std::vector<float> engine_t5_logits(const fs::path& hf_dir, const fs::path& save,
+                                    const std::vector<int32_t>& enc, int64_t te,
+                                    const std::vector<int64_t>& key_lengths,
+                                    const std::vector<int32_t>& dec, int64_t td) {
+  const HuggingFaceSource hf(hf_dir);
+  const CheckpointReader ckpt(rewrite_checkpoint(hf, hf.meta(), {}, save));
+  model::ModelConfig c = hf.config();
+  tensor::CpuBackend b(1);
+  model::LanguageModel m(b, c);
+  for (const auto& p : m.parameters().all()) {
+    const TensorInfo* t = ckpt.find(kModel, p->name);
+    if (!t) throw std::runtime_error("checkpoint lacks " + p->name);
+    std::vector<float> values(size_t(tensor::numel(p->global_shape)));
+    ckpt.read_f32(*t, {{.row0 = 0, .rows = t->shape[0], .col0 = 0, .cols = t->shape.size() > 1 ? t->shape[1] : 1}},
+                  values);
+    tensor::write_floats(b, p->value, values);
+  }
+  const int64_t n = int64_t(key_lengths.size()), ne = n * te, nd = n * td;
+  std::vector<int32_t> enc_positions(static_cast<size_t>(ne)), dec_positions(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < ne; ++i) enc_positions[size_t(i)] = int32_t(i % te);
+  for (int64_t i = 0; i < nd; ++i) dec_positions[size_t(i)] = int32_t(i % td);
+  const std::vector<float> mask(static_cast<size_t>(nd), 1.0f);
+  const model::Batch batch{.batch = n,
+                           .seq = te,
+                           .tokens = tensor::from_ints(b, enc, {ne}),
+                           .labels = tensor::from_ints(b, dec, {nd}),
+                           .loss_mask = tensor::from_floats(b, mask, {nd}),
+                           .positions = tensor::from_ints(b, enc_positions, {ne}),
+                           .key_lengths = key_lengths,
+                           .decoder_seq = td,
+                           .decoder_tokens = tensor::from_ints(b, dec, {nd}),
+                           .decoder_positions = tensor::from_ints(b, dec_positions, {nd})};
+  model::HeadOutputs out{.want_logits = true};
+  m.forward(model::Pass{.backend = b, .training = false}, batch, nullptr, &out);
+  return tensor::to_floats(b, out.logits);
+}
+
 // The engine's logits [T, padded vocab] for `tokens`, from the checkpoint imported from hf_dir.
 std::vector<float> engine_logits(const fs::path& hf_dir, const fs::path& save,
                                  const std::vector<int32_t>& tokens) {
@@ -270,6 +408,68 @@ TEST(HuggingFaceEngine, Gpt2WithExactGeluAndUntiedHeadToo) {
   c.activation = recipe::Activation::Gelu;
   c.tie_embeddings = false;
   expect_same_function(c);
+}
+
+TEST(HuggingFaceEngine, T5ExportAndImportComputeT5ForConditionalGenerationsLogits) {
+  const model::ModelConfig c = test_support::hf_tiny_t5();
+  test_support::TempDir dir;
+  const test_support::MemorySource src(c, tensor::DType::F32, 19);
+  const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, tensor::DType::F32), {},
+                                           dir.path() / "original");
+  export_hugging_face(CheckpointReader(ckpt), dir.path() / "hf", std::nullopt);
+  const std::vector<int32_t> enc{3, 41, 7, 7, 0, 49, 12}, dec{0, 9, 30, 2, 44};
+  const Matrix want = t5_logits(HfWeights(dir.path() / "hf" / "model.safetensors"), c, enc, dec);
+  const std::vector<float> got = engine_t5_logits(dir.path() / "hf", dir.path() / "imported", enc,
+                                                  int64_t(enc.size()), {int64_t(enc.size())}, dec,
+                                                  int64_t(dec.size()));
+  ASSERT_EQ(got.size(), dec.size() * size_t(c.padded_vocab));
+  double scale = 0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  ASSERT_GT(scale, 1.0);
+  // As above: f32 rounding against f64 moves logits by ~1e-6 of their scale; a query left
+  // unscaled, a key/value swap or a bucket off by one moves them by O(1).
+  for (size_t i = 0; i < dec.size(); ++i)
+    for (int64_t j = 0; j < c.padded_vocab; ++j) {
+      const double expected = j < c.vocab ? want[i * size_t(c.vocab) + size_t(j)] : 0.0;
+      ASSERT_NEAR(got[i * size_t(c.padded_vocab) + size_t(j)], expected, 1e-5 * scale)
+          << "decoder token " << i << ", vocab " << j;
+    }
+}
+
+// transformers itself, when scripts/bench/t5_hf.sh provides a model it made (with
+// scripts/bench/peers/hf_t5.py) in MEGATRON_T5_TRANSFORMERS_DIR: the imported model's decoder
+// logits against transformers' float64 ones on a padded batch. Skipped otherwise (transformers is
+// not a test dependency).
+TEST(HuggingFaceEngine, T5ImportComputesTransformersLogitsWhenGivenItsModel) {
+  const char* dir_env = std::getenv("MEGATRON_T5_TRANSFORMERS_DIR");
+  if (!dir_env || !*dir_env) GTEST_SKIP() << "set MEGATRON_T5_TRANSFORMERS_DIR (scripts/bench/t5_hf.sh)";
+  const fs::path dir(dir_env);
+  std::ifstream in(dir / "inputs.json");
+  const nlohmann::json inputs = nlohmann::json::parse(in);
+  std::vector<int32_t> enc, dec;
+  for (const auto& row : inputs["encoder"]) for (int v : row) enc.push_back(v);
+  for (const auto& row : inputs["decoder"]) for (int v : row) dec.push_back(v);
+  const std::vector<int64_t> lengths = inputs["encoder_lengths"].get<std::vector<int64_t>>();
+  const int64_t n = int64_t(lengths.size()), te = int64_t(enc.size()) / n, td = int64_t(dec.size()) / n;
+  test_support::TempDir save;
+  const HuggingFaceSource hf(dir / "model");
+  const int64_t vocab = hf.config().vocab, padded = hf.config().padded_vocab;
+  const std::vector<float> got = engine_t5_logits(dir / "model", save.path() / "imported", enc, te, lengths, dec, td);
+  std::vector<double> want(size_t(n * td * vocab));
+  std::ifstream(dir / "logits.f64", std::ios::binary).read(reinterpret_cast<char*>(want.data()),
+                                                            std::streamsize(want.size() * sizeof(double)));
+  double scale = 0, worst = 0;
+  for (int64_t r = 0; r < n * td; ++r)
+    for (int64_t j = 0; j < vocab; ++j) {
+      const double w = want[size_t(r * vocab + j)];
+      scale = std::max(scale, std::abs(w));
+      worst = std::max(worst, std::abs(double(got[size_t(r * padded + j)]) - w));
+    }
+  std::cout << "T5 logits against transformers: max abs difference " << worst << ", max |logit| "
+            << scale << ", relative " << worst / scale << "\n";
+  RecordProperty("max_abs_difference", std::to_string(worst));
+  // f32 through 2 x layers blocks against float64: ~1e-6 of the logits' scale per layer.
+  EXPECT_LE(worst, 1e-4 * scale);
 }
 
 TEST(HuggingFaceEngine, LlamaImportWithGqaComputesLlamaForCausalLMsLogits) {

@@ -55,13 +55,36 @@ inline model::ModelConfig hf_tiny_llama() {
   return c;
 }
 
+// T5 v1.1-shaped: 2 + 2 layers, relative positions (8 buckets over distance 12: exact,
+// logarithmic and clipped ones within 7 tokens), RMS norms, GeGLU, untied, no biases; head_dim 4,
+// so the queries' sqrt(head_dim) is exact.
+inline model::ModelConfig hf_tiny_t5() {
+  model::ModelConfig c = hf_tiny_gpt2();
+  c.arch = recipe::Arch::T5;
+  c.causal = false;
+  c.encoder_decoder = true;
+  c.decoder_layers = 2;
+  c.decoder_seq_length = 5;
+  c.position = recipe::PositionEmbedding::Relative;
+  c.relative_buckets = 8;
+  c.relative_max_distance = 12;
+  c.norm = recipe::Norm::RmsNorm;
+  c.norm_eps = 1e-6;
+  c.activation = recipe::Activation::Geglu;
+  c.tie_embeddings = false;
+  c.linear_bias = c.qkv_bias = false;
+  return c;
+}
+
 // The recipe text a checkpoint of `c` carries: what model_fields leaves out.
 inline std::string hf_recipe_text(const model::ModelConfig& c) {
   return "model:\n  norm_epsilon: " + std::to_string(c.norm_eps) +
          "\n  max_position_embeddings: " + std::to_string(c.max_positions) +
          "\n  hidden_dropout: 0.0\n  attention_dropout: 0.0\n  init_method_std: 0.02\n"
          "data:\n  seq_length: " +
-         std::to_string(c.seq_length) + "\n";
+         std::to_string(c.seq_length) + "\n" +
+         (c.encoder_decoder ? "  decoder_seq_length: " + std::to_string(c.decoder_seq_length) + "\n"
+                            : std::string());
 }
 
 inline ckpt::CheckpointMeta hf_meta(const model::ModelConfig& c, tensor::DType dtype) {

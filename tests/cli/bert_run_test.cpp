@@ -10,6 +10,7 @@
 
 #include "ckpt/checkpoint_reader.hpp"
 #include "cli/run_command.hpp"
+#include "cli/checkpoint_tensors.hpp"
 #include "cli/tiny_bert.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
@@ -157,20 +158,6 @@ TEST(BertCheckpoint, SavedShardedContinuesInOneProcessAndConvertsThereAndBack) {
                    " training.train_iters=12");
   ASSERT_EQ(continued.result.exit_code, 0) << continued.result.err;
   EXPECT_EQ(continued.metrics.size(), 2u);
-}
-
-// Every tensor of a checkpoint's model, raw, by name.
-std::map<std::string, std::vector<std::byte>> model_tensors(const fs::path& dir) {
-  ckpt::CheckpointReader reader(dir);
-  std::map<std::string, std::vector<std::byte>> out;
-  for (const ckpt::TensorInfo& t : reader.tensors()) {
-    if (t.kind != ckpt::kModel) continue;
-    const ckpt::Box whole{0, t.shape[0], 0, t.shape.size() > 1 ? t.shape[1] : 1};
-    std::vector<std::byte> bytes(size_t(whole.numel()) * tensor::size_of(t.dtype));
-    reader.read_raw(t, {whole}, bytes);
-    out[t.name] = std::move(bytes);
-  }
-  return out;
 }
 
 TEST(BertCheckpoint, HuggingFaceExportAndImportGiveTheModelBackAndItTrains) {
