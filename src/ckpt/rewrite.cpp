@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <map>
 
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/directory.hpp"
+#include "ckpt/model_fields.hpp"
 #include "ckpt/model_limits.hpp"
 #include "ckpt/raw_elements.hpp"
 #include "core/error.hpp"
@@ -18,8 +20,8 @@ namespace {
 
 // The global layer of a transformer block's tensor, or -1 (embeddings and heads), as the model
 // names its parameters.
-int64_t layer_of(const std::string& name) {
-  const model::ParameterPlace place = model::place_of(name, kMaxLayers);
+int64_t layer_of(const std::string& name, int64_t encoder_layers) {
+  const model::ParameterPlace place = model::place_of(name, kMaxLayers, encoder_layers);
   return place.part == model::ParameterPlace::Part::Block ? place.layer : -1;
 }
 
@@ -33,6 +35,7 @@ struct Job {
 // Every rank file of the target layout, then the index, into `staging`.
 void write_staged(const TensorSource& source, const CheckpointMeta& meta, const RewriteTarget& target,
                   const std::vector<Job>& jobs, const std::vector<int64_t>& layer_stage,
+                  int64_t encoder_layers,
                   const fs::path& staging, const RewriteProgress& progress) {
   const int64_t total = int64_t(jobs.size()) * target.tensor;  // one shard per job and tp rank
   int64_t done = 0;
@@ -43,7 +46,7 @@ void write_staged(const TensorSource& source, const CheckpointMeta& meta, const 
       RankFileWriter writer(staging, rank);
       for (const Job& job : jobs) {
         const TensorInfo& t = *job.from;
-        if (stage_of(t.name, layer_stage, target.pipeline) != pp) continue;
+        if (stage_of(t.name, layer_stage, target.pipeline, encoder_layers) != pp) continue;
         if (t.split == Split::None && tp != 0) continue;
         const ShardLayout layout{.global_shape = t.shape, .split = t.split, .parts = t.parts,
                                  .tp_rank = tp, .tp_size = target.tensor};
@@ -73,8 +76,9 @@ void write_staged(const TensorSource& source, const CheckpointMeta& meta, const 
 
 }  // namespace
 
-int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages) {
-  const model::ParameterPlace place = model::place_of(name, kMaxLayers);
+int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages,
+                 int64_t encoder_layers) {
+  const model::ParameterPlace place = model::place_of(name, kMaxLayers, encoder_layers);
   if (place.part == model::ParameterPlace::Part::Embedding) return 0;
   if (place.part == model::ParameterPlace::Part::Head) return stages - 1;
   const int64_t layer = place.layer;
@@ -91,9 +95,20 @@ fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
   // Which tensors there are, by (kind, name); masters are derived for 16-bit targets.
   std::map<std::pair<std::string, std::string>, const TensorInfo*> by_key;
   int64_t layers = 0;
+  // T5 numbers its decoder's layers after the encoder's (model::place_of).
+  int64_t encoder_layers = 0;
+  if (model_field(meta, "model.arch") == "t5") {
+    const std::string n = model_field(meta, "model.num_layers").value_or("");
+    if (std::from_chars(n.data(), n.data() + n.size(), encoder_layers).ec != std::errc() ||
+        encoder_layers < 1 || encoder_layers >= kMaxLayers) {
+      throw UserError(fmt::format("the checkpoint's model.num_layers is '{}', not a layer count "
+                                  "(damaged checkpoint?)",
+                                  printable(n)));
+    }
+  }
   for (const TensorInfo& t : source.tensors()) {
     by_key[{t.kind, t.name}] = &t;
-    const int64_t layer = layer_of(t.name);
+    const int64_t layer = layer_of(t.name, encoder_layers);
     if (layer >= kMaxLayers) {
       throw UserError(fmt::format("tensor {} names layer {} or more, past the {} layers a model may "
                                   "have (damaged checkpoint?)",
@@ -142,7 +157,7 @@ fs::path rewrite_checkpoint(const TensorSource& source, CheckpointMeta meta,
   fs::create_directories(staging, ec);
   if (ec) throw RuntimeFailure("cannot create " + staging.string() + ": " + ec.message());
   try {
-    write_staged(source, meta, target, jobs, layer_stage, staging, progress);
+    write_staged(source, meta, target, jobs, layer_stage, encoder_layers, staging, progress);
   } catch (...) {
     fs::remove_all(staging, ec);  // a failed rewrite leaves nothing behind
     throw;

@@ -28,7 +28,9 @@ struct RewriteTarget {
 
 // The pipeline stage of tensor `name` ("decoder.layers.3.mlp.linear_fc1.weight" -> layer_stage[3];
 // embeddings on the first stage, the final norm and heads on the last), by model::place_of.
-int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages);
+// `encoder_layers`: T5's encoder layers (model::place_of), else 0.
+int64_t stage_of(const std::string& name, const std::vector<int64_t>& layer_stage, int64_t stages,
+                 int64_t encoder_layers = 0);
 
 // Progress: (tensors done, tensors in all).
 using RewriteProgress = std::function<void(int64_t done, int64_t total)>;

@@ -135,9 +135,9 @@ void convert(const ConvertArgs& a) {
   ckpt::RewriteTarget target{.tensor = a.tp > 0 ? a.tp : meta.layout.tensor,
                              .pipeline = a.pp > 0 ? a.pp : meta.layout.pipeline,
                              .dtype = dtype};
-  if (ckpt::model_field(meta, "model.arch") == "t5" && target.pipeline > 1) {
-    throw UserError(fmt::format("--pp {}: T5 trains on one pipeline stage so far, so its "
-                                "checkpoints stay on one; drop --pp",
+  if (ckpt::model_field(meta, "model.position_embedding") == "relative" && target.pipeline > 1) {
+    throw UserError(fmt::format("--pp {}: T5's relative positions train on one pipeline stage so "
+                                "far, so their checkpoints stay on one; drop --pp",
                                 target.pipeline));
   }
   for (const char* key : {"model.num_attention_heads", "model.num_query_groups"}) {

@@ -16,9 +16,9 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
     placement_.chunks.emplace_back();
     for (int64_t layer = 0; layer < config_.total_layers(); ++layer) placement_.chunks[0].push_back(layer);
   }
-  if (config_.encoder_decoder &&
+  if (config_.encoder_decoder && config_.position == recipe::PositionEmbedding::Relative &&
       (placement_.chunks.size() != 1 || !placement_.first_stage || !placement_.last_stage)) {
-    throw std::invalid_argument("LanguageModel: an encoder-decoder model runs as one chunk");
+    throw std::invalid_argument("LanguageModel: relative positions run as one chunk");
   }
   const bool tied_copy = !placement_.first_stage && placement_.last_stage && config_.tie_embeddings;
   if (placement_.first_stage || tied_copy) {
@@ -92,15 +92,23 @@ Keep LanguageModel::keep_for(int64_t position) const {
 }
 
 int64_t LanguageModel::hidden_rows(const Batch& batch) const {
+  // T5: the encoder side's rows, then the decoder side's.
+  if (config_.encoder_decoder) {
+    return tp_.local_rows(batch.rows()) + tp_.local_rows(batch.batch * batch.decoder_seq);
+  }
   return tp_.local_rows(batch.rows());
 }
 
-void LanguageModel::forward_encoder_decoder(const Pass& pass, const Batch& batch,
-                                            Activations* saved, Losses* losses,
-                                            HeadOutputs* outputs) const {
+// Between chunks a T5 micro-batch travels as one tensor: this rank's rows of the encoder side
+// (its hidden states, or after the encoder's final norm the memory) and then of the decoder side
+// (its embedded input, then its hidden states). The first chunk embeds both stacks' inputs, so
+// only the first stage needs the embedding tables.
+Tensor LanguageModel::forward_encoder_decoder(const Pass& pass, int64_t chunk, const Batch& batch,
+                                              Tensor x, Activations* saved, Losses* losses,
+                                              HeadOutputs* outputs) const {
   tensor::Backend& b = pass.backend;
   const bool keep = saved != nullptr;
-  const auto& blocks = blocks_[0];
+  const auto& blocks = blocks_[size_t(chunk)];
   if (keep) saved->blocks.assign(blocks.size(), {});
   Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
   if (encoder_bias_) {
@@ -112,87 +120,141 @@ void LanguageModel::forward_encoder_decoder(const Pass& pass, const Batch& batch
       }
     }
   }
-  Tensor x = embedding_->forward(pass, encoder);
+  const int64_t enc_rows = tp_.local_rows(encoder.rows());
+  Tensor enc, dec;
+  if (starts_model(chunk)) {
+    enc = embedding_->forward(pass, encoder);
+    dec = embedding_->forward(pass, decoder, DropoutSite::DecoderEmbedding);
+  } else {
+    enc = x.slice(0, enc_rows);
+    dec = x.slice(enc_rows, x.dim(0));
+  }
+  // The encoder side becomes the memory at the encoder's final norm (in this chunk or before).
   EncoderMemory memory{.seq = encoder.seq, .key_lengths = encoder.key_lengths};
   for (size_t i = 0; i < blocks.size(); ++i) {
     BlockActivations scratch;
     BlockActivations& slot = keep ? saved->blocks[i] : scratch;
-    const Keep what = keep ? keep_for(int64_t(i)) : Keep::Nothing;
-    if (!blocks[i]->spec().cross_attention) {
-      x = blocks[i]->forward(pass, x, encoder, slot, what);
+    const Keep what = keep ? keep_for(chunk_first_block_[size_t(chunk)] + int64_t(i)) : Keep::Nothing;
+    if (blocks[i]->spec().cross_attention) {
+      if (!memory.states.defined()) memory.states = parallel::gather_sequence(b, tp_, enc);
+      dec = blocks[i]->forward(pass, dec, decoder, slot, what, &memory);
       continue;
     }
-    if (!memory.states.defined()) {
-      // The encoder is done: its final norm gives the memory every decoder block reads.
+    enc = blocks[i]->forward(pass, enc, encoder, slot, what);
+    if (blocks[i]->layer() == config_.num_layers - 1) {
       Norm::Saved norm;
-      memory.states = parallel::gather_sequence(b, tp_, encoder_norm_->forward(b, x, norm));
+      Tensor normed = encoder_norm_->forward(b, enc, norm);
       if (keep) {
-        saved->encoder_final_input = std::move(x);
+        saved->encoder_final_input = std::move(enc);
         saved->encoder_norm = std::move(norm);
       }
-      x = embedding_->forward(pass, decoder, DropoutSite::DecoderEmbedding);
+      enc = std::move(normed);
     }
-    x = blocks[i]->forward(pass, x, decoder, slot, what, &memory);
   }
-  Norm::Saved norm;
-  Tensor y = final_norm_->forward(b, x, norm);
-  lm_head_->forward(pass, decoder, y, keep ? &saved->lm : nullptr, *losses, outputs);
+  Tensor out;
+  if (ends_model(chunk)) {
+    Norm::Saved norm;
+    Tensor y = final_norm_->forward(b, dec, norm);
+    lm_head_->forward(pass, decoder, y, keep ? &saved->lm : nullptr, *losses, outputs);
+    if (keep) {
+      saved->final_input = dec;
+      saved->final_norm = std::move(norm);
+    }
+  } else {
+    out = b.empty({enc.dim(0) + dec.dim(0), config_.hidden}, config_.dtype);
+    Tensor to_enc = out.slice(0, enc.dim(0)), to_dec = out.slice(enc.dim(0), out.dim(0));
+    b.copy(enc, to_enc);
+    b.copy(dec, to_dec);
+  }
   if (keep) {
-    saved->final_input = std::move(x);
-    saved->final_norm = std::move(norm);
     saved->memory = std::move(memory);
     saved->encoder_bias = encoder.score_bias;
     saved->encoder_bias_grad = encoder.score_bias_grad;
     saved->decoder_bias = decoder.score_bias;
     saved->decoder_bias_grad = decoder.score_bias_grad;
   }
+  return out;
 }
 
-void LanguageModel::backward_encoder_decoder(const Pass& pass, const Batch& batch,
-                                             Activations& saved, LossGrads grads) const {
+Tensor LanguageModel::backward_encoder_decoder(const Pass& pass, int64_t chunk, const Batch& batch,
+                                               Tensor dy, Activations& saved, LossGrads grads) const {
   tensor::Backend& b = pass.backend;
-  const auto& blocks = blocks_[0];
+  const auto& blocks = blocks_[size_t(chunk)];
   Batch encoder = batch.encoder_view(), decoder = batch.decoder_view();
   encoder.score_bias = saved.encoder_bias;
   encoder.score_bias_grad = saved.encoder_bias_grad;
   decoder.score_bias = saved.decoder_bias;
   decoder.score_bias_grad = saved.decoder_bias_grad;
-  Tensor dx = lm_head_->backward(pass, decoder, saved.lm, grads.token);
-  dx = final_norm_->backward(b, dx, saved.final_input, saved.final_norm);
-  saved.final_input = {};
-  pass.grads_ready(head_first_param_);
-  // Every decoder block adds its cross-attention's share to the memory's gradient.
-  Tensor dmemory = b.empty(saved.memory.states.shape(), saved.memory.states.dtype());
-  b.fill(dmemory, 0.0);
-  size_t i = blocks.size();
-  for (; i-- > 0 && blocks[i]->spec().cross_attention;) {
-    dx = blocks[i]->backward(pass, dx, decoder, saved.blocks[i], &saved.memory, &dmemory);
-    pass.grads_ready(block_first_param_[0][i]);
+  const int64_t enc_rows = tp_.local_rows(encoder.rows());
+  Tensor denc, ddec;
+  if (ends_model(chunk)) {
+    ddec = lm_head_->backward(pass, decoder, saved.lm, grads.token);
+    ddec = final_norm_->backward(b, ddec, saved.final_input, saved.final_norm);
+    saved.final_input = {};
+    pass.grads_ready(head_first_param_);
+  } else {
+    // Own tensors for each side: dy is one buffer, and each side's gradient is added to.
+    denc = b.empty({enc_rows, config_.hidden}, config_.dtype);
+    ddec = b.empty({dy.dim(0) - enc_rows, config_.hidden}, config_.dtype);
+    b.copy(dy.slice(0, enc_rows), denc);
+    b.copy(dy.slice(enc_rows, dy.dim(0)), ddec);
   }
-  embedding_->backward(pass, decoder, std::move(dx), DropoutSite::DecoderEmbedding);
+  // The decoder blocks add their cross-attention's share to the memory's gradient (every row,
+  // partial over tensor-parallel ranks), reduced once to this rank's rows.
+  Tensor dmemory;
+  if (saved.memory.states.defined()) {
+    dmemory = b.empty(saved.memory.states.shape(), saved.memory.states.dtype());
+    b.fill(dmemory, 0.0);
+  }
+  const auto add_memory_grads = [&] {
+    if (!dmemory.defined()) return;
+    Tensor mine = parallel::reduce_partial(b, tp_, dmemory);
+    if (denc.defined()) {
+      b.add(denc, mine, denc);
+    } else {
+      denc = std::move(mine);
+    }
+    dmemory = {};
+    saved.memory = {};
+  };
+  for (size_t i = blocks.size(); i-- > 0;) {
+    if (blocks[i]->spec().cross_attention) {
+      ddec = blocks[i]->backward(pass, ddec, decoder, saved.blocks[i], &saved.memory, &dmemory);
+      pass.grads_ready(block_first_param_[size_t(chunk)][i]);
+      continue;
+    }
+    add_memory_grads();  // this chunk's decoder blocks are done
+    if (blocks[i]->layer() == config_.num_layers - 1) {
+      denc = encoder_norm_->backward(b, denc, saved.encoder_final_input, saved.encoder_norm);
+      saved.encoder_final_input = {};
+      pass.grads_ready(encoder_norm_first_param_);
+    }
+    denc = blocks[i]->backward(pass, denc, encoder, saved.blocks[i]);
+    pass.grads_ready(block_first_param_[size_t(chunk)][i]);
+  }
+  add_memory_grads();
+  if (!starts_model(chunk)) {
+    saved = {};
+    Tensor dx = b.empty({denc.dim(0) + ddec.dim(0), config_.hidden}, config_.dtype);
+    Tensor to_enc = dx.slice(0, denc.dim(0)), to_dec = dx.slice(denc.dim(0), dx.dim(0));
+    b.copy(denc, to_enc);
+    b.copy(ddec, to_dec);
+    return dx;
+  }
   if (decoder_bias_) decoder_bias_->backward(b, decoder.seq, decoder.score_bias_grad);
-  saved.memory = {};
-  dx = encoder_norm_->backward(b, parallel::reduce_partial(b, tp_, dmemory),
-                               saved.encoder_final_input, saved.encoder_norm);
-  dmemory = {};
-  saved.encoder_final_input = {};
-  pass.grads_ready(encoder_norm_first_param_);
-  for (++i; i-- > 0;) {
-    dx = blocks[i]->backward(pass, dx, encoder, saved.blocks[i]);
-    pass.grads_ready(block_first_param_[0][i]);
-  }
   if (encoder_bias_) encoder_bias_->backward(b, encoder.seq, encoder.score_bias_grad);
   saved = {};
-  embedding_->backward(pass, encoder, std::move(dx));
+  embedding_->backward(pass, decoder, std::move(ddec), DropoutSite::DecoderEmbedding);
+  embedding_->backward(pass, encoder, std::move(denc));
   pass.grads_ready(0);
+  return {};
 }
 
 Tensor LanguageModel::forward_chunk(const Pass& pass, int64_t chunk, const Batch& batch, Tensor x,
                                     Activations* saved, Losses* losses,
                                     HeadOutputs* outputs) const {
   if (config_.encoder_decoder) {
-    forward_encoder_decoder(pass, batch, saved, losses, outputs);
-    return {};
+    return forward_encoder_decoder(pass, chunk, batch, std::move(x), saved, losses, outputs);
   }
   const bool keep = saved != nullptr;
   if (starts_model(chunk)) x = embedding_->forward(pass, batch);
@@ -222,8 +284,7 @@ Tensor LanguageModel::forward_chunk(const Pass& pass, int64_t chunk, const Batch
 Tensor LanguageModel::backward_chunk(const Pass& pass, int64_t chunk, const Batch& batch, Tensor dy,
                                      Activations& saved, LossGrads grads) const {
   if (config_.encoder_decoder) {
-    backward_encoder_decoder(pass, batch, saved, grads);
-    return {};
+    return backward_encoder_decoder(pass, chunk, batch, std::move(dy), saved, grads);
   }
   Tensor dx = std::move(dy);
   if (ends_model(chunk)) {

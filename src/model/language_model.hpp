@@ -61,7 +61,8 @@ class LanguageModel {
   int64_t chunks() const { return int64_t(blocks_.size()); }
   bool starts_model(int64_t chunk) const { return placement_.first_stage && chunk == 0; }
   bool ends_model(int64_t chunk) const { return placement_.last_stage && chunk == chunks() - 1; }
-  // Rows of the hidden states passed between chunks: [rows, hidden] of the model's dtype.
+  // Rows of the hidden states passed between chunks: [rows, hidden] of the model's dtype (T5:
+  // the encoder side's rows, then the decoder side's).
   int64_t hidden_rows(const Batch& batch) const;
 
   // One chunk. The model's first chunk embeds the batch (x unused); the others continue from x.
@@ -97,11 +98,14 @@ class LanguageModel {
  private:
   // `position`: the block's place among this rank's blocks (the recompute count is per stage).
   Keep keep_for(int64_t position) const;
-  // T5 (the whole model in one chunk): encoder, its final norm, decoder over its output, heads.
-  void forward_encoder_decoder(const Pass& pass, const Batch& batch, Activations* saved,
-                               Losses* losses, HeadOutputs* outputs) const;
-  void backward_encoder_decoder(const Pass& pass, const Batch& batch, Activations& saved,
-                                LossGrads grads) const;
+  // T5's chunks: encoder blocks, the encoder's final norm, decoder blocks over its output, heads;
+  // what passes between chunks is hidden_rows' two sides.
+  tensor::Tensor forward_encoder_decoder(const Pass& pass, int64_t chunk, const Batch& batch,
+                                         tensor::Tensor x, Activations* saved, Losses* losses,
+                                         HeadOutputs* outputs) const;
+  tensor::Tensor backward_encoder_decoder(const Pass& pass, int64_t chunk, const Batch& batch,
+                                          tensor::Tensor dy, Activations& saved,
+                                          LossGrads grads) const;
 
   ModelConfig config_;
   ModelPlacement placement_;

@@ -22,7 +22,9 @@ struct ParameterPlace {
 
 // Embedding ("embedding.*": the first stage), Block (block_prefix(n)...: layer n's stage) or
 // Head (everything else: the final norm and the heads, on the last stage). Layer numbers past
-// `max_layer` read as max_layer, so a damaged name cannot overflow.
-ParameterPlace place_of(std::string_view name, int64_t max_layer);
+// `max_layer` read as max_layer, so a damaged name cannot overflow. T5 (encoder_layers > 0):
+// "encoder.layers.n" is layer n, "decoder.layers.n" layer encoder_layers + n, the encoder's final
+// norm sits with its last layer, and the relative-position tables with the embedding.
+ParameterPlace place_of(std::string_view name, int64_t max_layer, int64_t encoder_layers = 0);
 
 }  // namespace megatron::model

@@ -66,6 +66,7 @@ class TransformerBlock {
  public:
   TransformerBlock(ParameterSet& params, const ModelConfig& config, int64_t layer, BlockSpec spec);
   const BlockSpec& spec() const { return spec_; }
+  int64_t layer() const { return layer_; }
 
   // x: this rank's rows of the hidden states ([batch * seq / tp, hidden] under sequence
   // parallelism, else all of them) of `batch`, which gives the shape and the padding mask.

@@ -175,9 +175,11 @@ UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks) 
 TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) {
   const recipe::Recipe& r = c.recipe;
   const recipe::Derived& d = c.derived;
-  if (r.model.arch == recipe::Arch::T5 && r.parallel.pipeline != 1) {
-    throw UserError(c.file + ": parallel.pipeline: T5 trains on one pipeline stage so far; set "
-                             "parallel.pipeline=1 (tensor, sequence and data parallelism work)");
+  if (r.model.arch == recipe::Arch::T5 && r.parallel.pipeline != 1 &&
+      r.model.position_embedding == recipe::PositionEmbedding::Relative) {
+    throw UserError(c.file + ": parallel.pipeline: T5's relative positions train on one pipeline "
+                             "stage so far; set parallel.pipeline=1 or model.position_embedding: "
+                             "learned or rope");
   }
   if (r.parallel.context != 1) {
     throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "

@@ -202,6 +202,19 @@ TEST(Rewrite, StagesFollowLayerNumbers) {
   EXPECT_THROW(stage_of("decoder.layers.7.x", stages, 2), UserError);
 }
 
+TEST(Rewrite, T5DecoderLayersFollowTheEncodersOnTheStages) {
+  // 2 encoder + 2 decoder layers on 2 stages: the encoder (and its final norm) first.
+  const std::vector<int64_t> stages{0, 0, 1, 1};
+  EXPECT_EQ(stage_of("encoder.layers.1.mlp.linear_fc1.weight", stages, 2, 2), 0);
+  EXPECT_EQ(stage_of("encoder.final_layernorm.weight", stages, 2, 2), 0);
+  EXPECT_EQ(stage_of("decoder.layers.0.cross_attention.linear_q.weight", stages, 2, 2), 1);
+  EXPECT_EQ(stage_of("embedding.position_embeddings.weight", stages, 2, 2), 0);
+  EXPECT_EQ(stage_of("encoder_relative_pos_emb.relative_attention_bias.weight", stages, 2, 2), 0);
+  EXPECT_EQ(stage_of("decoder.final_layernorm.weight", stages, 2, 2), 1);
+  EXPECT_EQ(stage_of("output_layer.bias", stages, 2, 2), 1);
+  EXPECT_THROW(stage_of("decoder.layers.2.x", stages, 2, 2), UserError);
+}
+
 }  // namespace
 }  // namespace megatron::ckpt
 

@@ -90,15 +90,21 @@ struct Layout {
   const char* name;
   int nproc;
   const char* overrides;
+  const char* model = "";  // model changes the one-process reference shares
 };
 
 class T5ParallelRun : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(T5ParallelRun, MatchesOneProcessStepForStepWithDropout) {
-  const Training many = train(GetParam().nproc, kDropout + GetParam().overrides);
+  const std::string model = kDropout + GetParam().model;
+  const Training many = train(GetParam().nproc, model + GetParam().overrides);
   ASSERT_EQ(many.result.exit_code, 0) << many.result.err;
-  expect_same_run(reference(kDropout), many.metrics);
+  expect_same_run(reference(model), many.metrics);
 }
+
+// Pipelines cut the 2 + 2 blocks between encoder and decoder (pp2), inside each stack (pp4 with
+// 4 + 4 blocks as 2 virtual chunks: every chunk one block), and with the other layouts.
+constexpr const char* kEightBlocks = "model.num_layers=4 model.decoder_num_layers=4 ";
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, T5ParallelRun,
@@ -108,6 +114,13 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{"dp2_distributed_optimizer", 2, "parallel.distributed_optimizer=true"},
         Layout{"tp2_dp2_sp_distributed_optimizer", 4,
                "parallel.tensor=2 parallel.sequence_parallel=true "
+               "parallel.distributed_optimizer=true"},
+        Layout{"pp2", 2, "parallel.pipeline=2"},
+        Layout{"pp4_interleaved", 4, "parallel.pipeline=4 parallel.virtual_pipeline=2", kEightBlocks},
+        Layout{"pp3_uneven_cut_inside_the_encoder", 3, "parallel.pipeline=3",
+               "model.num_layers=4 model.decoder_num_layers=2 "},
+        Layout{"tp2_pp2_dp2_sp_distributed_optimizer", 8,
+               "parallel.tensor=2 parallel.pipeline=2 parallel.sequence_parallel=true "
                "parallel.distributed_optimizer=true"}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -138,6 +151,28 @@ TEST(T5Checkpoint, ResumedRunIsBitwiseTheStraightRun) {
   }
 }
 
+TEST(T5Checkpoint, PipelineCheckpointConvertsToOneStageAndBackAndContinues) {
+  test_support::TempDir save, one, back;
+  const Training staged = train(3, "parallel.pipeline=3 model.num_layers=4 model.decoder_num_layers=2" +
+                                       save_to(save.path()));
+  ASSERT_EQ(staged.result.exit_code, 0) << staged.result.err;
+  const CommandResult to = run_megatron("convert --quiet --load " + save.path().string() + " --save " +
+                                        one.path().string() + " --pp 1");
+  ASSERT_EQ(to.exit_code, 0) << to.err;
+  const CommandResult again = run_megatron("convert --quiet --load " + one.path().string() + " --save " +
+                                           back.path().string() + " --pp 2");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  // Every tensor of the 3-stage checkpoint, through one stage and into two, bitwise.
+  const auto original = model_tensors(save.path() / "iter_0000010");
+  const auto returned = model_tensors(back.path() / "iter_0000010");
+  ASSERT_EQ(returned.size(), original.size());
+  for (const auto& [name, bytes] : returned) EXPECT_EQ(bytes, original.at(name)) << name;
+  const Training continued = train(2, "parallel.pipeline=2 model.num_layers=4 model.decoder_num_layers=2 "
+                                      "training.train_iters=12 checkpoint.load=" + back.path().string());
+  ASSERT_EQ(continued.result.exit_code, 0) << continued.result.err;
+  EXPECT_EQ(continued.metrics.size(), 2u);
+}
+
 TEST(T5Checkpoint, TensorParallelCheckpointContinuesInOneProcessAndAfterConvert) {
   test_support::TempDir save, one;
   const Training sharded = train(2, "parallel.tensor=2 parallel.sequence_parallel=true" + save_to(save.path()));
@@ -155,11 +190,12 @@ TEST(T5Checkpoint, TensorParallelCheckpointContinuesInOneProcessAndAfterConvert)
   EXPECT_EQ(continued.metrics.size(), 2u);
 }
 
-TEST(T5Checkpoint, AnotherDecoderDepthOrAPipelineConvertIsOneLine) {
+TEST(T5Checkpoint, AnotherDecoderDepthOrAPipelineOfRelativePositionsIsOneLine) {
   test_support::TempDir save, out;
-  const Training run = train(1, "training.train_iters=2" + save_to(save.path()));
+  const Training run = train(1, "model.position_embedding=relative training.train_iters=2" + save_to(save.path()));
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
-  const Training deeper = train(1, "model.decoder_num_layers=3 checkpoint.load=" + save.path().string());
+  const Training deeper = train(1, "model.position_embedding=relative model.decoder_num_layers=3 checkpoint.load=" +
+                                       save.path().string());
   EXPECT_EQ(deeper.result.exit_code, 2);
   EXPECT_NE(deeper.result.err.find("the checkpoint's model.decoder_num_layers is 2 but the recipe's is 3"),
             std::string::npos)
@@ -167,7 +203,9 @@ TEST(T5Checkpoint, AnotherDecoderDepthOrAPipelineConvertIsOneLine) {
   const CommandResult pp = run_megatron("convert --quiet --load " + save.path().string() + " --save " +
                                         out.path().string() + " --pp 2");
   EXPECT_EQ(pp.exit_code, 2);
-  EXPECT_NE(pp.err.find("--pp 2: T5 trains on one pipeline stage so far"), std::string::npos) << pp.err;
+  EXPECT_NE(pp.err.find("--pp 2: T5's relative positions train on one pipeline stage so far"),
+            std::string::npos)
+      << pp.err;
 }
 
 // T5 v1.1's shape with head_dim 16 (2 heads of width 32), so the queries' factor sqrt(16) is
@@ -207,10 +245,12 @@ TEST(T5Checkpoint, HuggingFaceExportAndImportGiveTheModelBackAndItTrains) {
   EXPECT_EQ(tune.exit_code, 0) << tune.err;
 }
 
-TEST(T5Refusals, APipelineIsOneLineNamingTheSetting) {
-  const CommandResult r = run_job("run " + launch_args(2) + t5_model() + "parallel.pipeline=2");
+TEST(T5Refusals, RelativePositionsInAPipelineAreOneLineNamingTheSetting) {
+  const CommandResult r =
+      run_job("run " + launch_args(2) + t5_model() + "parallel.pipeline=2 model.position_embedding=relative");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("parallel.pipeline: T5 trains on one pipeline stage so far"), std::string::npos)
+  EXPECT_NE(r.err.find("parallel.pipeline: T5's relative positions train on one pipeline stage so far"),
+            std::string::npos)
       << r.err;
 }
 

@@ -90,6 +90,12 @@ TEST(PlanMatchesModel, T5ParametersAreCountedExactly) {
                                             with(kSmall, {"model.decoder_num_layers=3"}));
 }
 
+TEST(PlanMatchesModel, T5StagesAreCountedExactlyUnderTensorAndPipelineParallelism) {
+  expect_plan_counts_the_engines_parameters(
+      "recipes/t5-base.yaml", with(kSmall, {"model.decoder_num_layers=2", "parallel.tensor=2",
+                                            "parallel.pipeline=3", "training.global_batch_size=32"}));
+}
+
 TEST(PlanMatchesModel, T5ShardsAreCountedExactlyUnderTensorParallelism) {
   expect_plan_counts_the_engines_parameters(
       "recipes/t5-base.yaml", with(kSmall, {"parallel.tensor=2", "training.global_batch_size=32"}));
