@@ -428,7 +428,7 @@ TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
     std::ofstream(hf / "config.json") << j.dump();
   };
   with("model_type", "bert");
-  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama and megatron-bert"});
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, megatron-bert and t5"});
   with("rope_scaling", nlohmann::json{{"type", "linear"}, {"factor", 2.0}});
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"rope_scaling"});
   with("hidden_act", "gelu");
