@@ -86,6 +86,25 @@ TEST(T5Run, TheLossFallsOnSpanCorruptedSentences) {
   EXPECT_LT(mean(50), mean(0) - 2.0);
 }
 
+TEST(T5Run, Bf16AndF16WithLossScalingFollowTheF32Run) {
+  const std::vector<Iteration>& f32 = reference("");
+  ASSERT_EQ(f32.size(), 10u);
+  for (const char* dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    // f16 starts its dynamic loss scale at 2^12 so that no step overflows and is skipped.
+    const Training run = train(1, std::string("precision.dtype=") + dtype +
+                                      (std::string(dtype) == "f16" ? " precision.initial_loss_scale=4096" : ""));
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    ASSERT_EQ(run.metrics.size(), 10u);
+    for (const Iteration& it : run.metrics) {
+      // 16-bit activations (8 or 11 bits of mantissa) over 4 blocks and a 30,720-way softmax:
+      // the loss stays within 1% of f32's over 10 steps; a wrong cast or scale moves it by far more.
+      EXPECT_NEAR(it.loss, f32[size_t(it.iteration - 1)].loss, 1e-2 * f32[size_t(it.iteration - 1)].loss)
+          << "iteration " << it.iteration;
+    }
+  }
+}
+
 struct Layout {
   const char* name;
   int nproc;
