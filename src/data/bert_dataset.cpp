@@ -16,11 +16,7 @@ BertDataset::BertDataset(std::shared_ptr<const IndexedDataset> data, Split split
                          BertDatasetConfig config)
     : data_(std::move(data)), config_(std::move(config)) {
   const std::string& prefix = data_->prefix();
-  if (documents.begin < 0 || documents.begin > documents.end ||
-      documents.end > data_->documents())
-    throw UserError(fmt::format("dataset '{}': {} documents [{}, {}) are outside its {} documents",
-                                prefix, split_name(split), documents.begin, documents.end,
-                                data_->documents()));
+  check_document_range(*data_, split, documents);
   if (config_.seq_length < 5 || config_.seq_length > (int64_t{1} << 30))
     throw UserError(fmt::format("dataset '{}': sequence length {} cannot hold [CLS], two "
                                 "segments and two [SEP]; use at least 5",

@@ -35,6 +35,13 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+void check_document_range(const IndexedDataset& data, Split split, DocumentRange documents) {
+  if (documents.begin < 0 || documents.begin > documents.end || documents.end > data.documents())
+    throw UserError(fmt::format("dataset '{}': {} documents [{}, {}) are outside its {} documents",
+                                data.prefix(), split_name(split), documents.begin, documents.end,
+                                data.documents()));
+}
+
 MaskedSampleIndex load_masked_sample_index(const IndexedDataset& data, Split split,
                                            DocumentRange documents,
                                            const BertSampleIndexParams& params,

@@ -22,6 +22,9 @@ struct MaskedSampleIndex {
   int64_t samples() const { return int64_t(entries.size() / 3); }
 };
 
+// Throws UserError when `documents` is not a range of `data`'s documents.
+void check_document_range(const IndexedDataset& data, Split split, DocumentRange documents);
+
 // `family` ("BERT", "T5") names the index in its cache file, its description and messages;
 // cache_dir empty: default_index_cache_dir(prefix). Throws UserError when the split cannot make
 // a sample, RuntimeFailure when a cache file is damaged.

@@ -15,11 +15,7 @@ T5Dataset::T5Dataset(std::shared_ptr<const IndexedDataset> data, Split split,
                      T5DatasetConfig config)
     : data_(std::move(data)), config_(std::move(config)) {
   const std::string& prefix = data_->prefix();
-  if (documents.begin < 0 || documents.begin > documents.end ||
-      documents.end > data_->documents())
-    throw UserError(fmt::format("dataset '{}': {} documents [{}, {}) are outside its {} documents",
-                                prefix, split_name(split), documents.begin, documents.end,
-                                data_->documents()));
+  check_document_range(*data_, split, documents);
   // Target lengths are drawn in [2, S - 2] (build_mapping's short samples start at 2).
   if (config_.encoder_length < 4 || config_.encoder_length > (int64_t{1} << 30))
     throw UserError(fmt::format("dataset '{}': encoder length {} is too short for T5 samples; use "

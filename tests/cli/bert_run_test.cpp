@@ -11,6 +11,7 @@
 #include "ckpt/checkpoint_reader.hpp"
 #include "cli/run_command.hpp"
 #include "cli/checkpoint_tensors.hpp"
+#include "cli/layout_runs.hpp"
 #include "cli/tiny_bert.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
@@ -20,42 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Training {
-  CommandResult result;
-  std::vector<Iteration> metrics;
-};
-
 Training train(int nproc, const std::string& overrides) {
-  test_support::TempDir dir;
-  Training run;
-  run.result = run_job("run " + launch_args(nproc) + bert_model() + overrides + " --run-dir " +
-                       dir.path().string());
-  run.metrics = read_metrics(dir.path());
-  return run;
+  return train_model(bert_model(), nproc, overrides);
 }
 
 const std::vector<Iteration>& reference(const std::string& overrides) {
-  static std::map<std::string, Training> runs;
-  auto it = runs.find(overrides);
-  if (it == runs.end()) it = runs.emplace(overrides, train(1, overrides)).first;
-  EXPECT_EQ(it->second.result.exit_code, 0) << it->second.result.err;
-  return it->second.metrics;
-}
-
-// The same tolerance as GPT's layouts (parallel_run_test.cpp says why).
-constexpr double kF32Tolerance = 5e-5;
-
-void expect_same_run(const std::vector<Iteration>& one, const std::vector<Iteration>& many,
-                     double tolerance, size_t first = 1) {
-  ASSERT_EQ(one.size(), 10u);
-  ASSERT_EQ(many.size(), one.size() - (first - 1));
-  for (const Iteration& it : many) {
-    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
-    const Iteration& s = one[size_t(it.iteration - 1)];
-    EXPECT_NEAR(it.loss, s.loss, tolerance * std::abs(s.loss));
-    EXPECT_NEAR(it.sop_loss, s.sop_loss, tolerance * std::abs(s.sop_loss));
-    EXPECT_NEAR(it.grad_norm, s.grad_norm, tolerance * std::abs(s.grad_norm));
-  }
+  return reference_run(bert_model(), overrides);
 }
 
 TEST(BertRun, BothLossesAreLoggedAndFall) {

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli/checkpoint_tensors.hpp"
+#include "cli/layout_runs.hpp"
 #include "cli/run_command.hpp"
 #include "cli/tiny_bert.hpp"
 #include "cli/tiny_job.hpp"
@@ -28,41 +29,10 @@ std::string t5_model() {
          "eval.interval=5 eval.iters=1 parallel.timeout_minutes=2 parallel.ddp_bucket_size=5000 ";
 }
 
-struct Training {
-  CommandResult result;
-  std::vector<Iteration> metrics;
-};
-
-Training train(int nproc, const std::string& overrides) {
-  test_support::TempDir dir;
-  Training run;
-  run.result = run_job("run " + launch_args(nproc) + t5_model() + overrides + " --run-dir " +
-                       dir.path().string());
-  run.metrics = read_metrics(dir.path());
-  return run;
-}
+Training train(int nproc, const std::string& overrides) { return train_model(t5_model(), nproc, overrides); }
 
 const std::vector<Iteration>& reference(const std::string& overrides) {
-  static std::map<std::string, Training> runs;
-  auto it = runs.find(overrides);
-  if (it == runs.end()) it = runs.emplace(overrides, train(1, overrides)).first;
-  EXPECT_EQ(it->second.result.exit_code, 0) << it->second.result.err;
-  return it->second.metrics;
-}
-
-// The same tolerance as GPT's and BERT's layouts (parallel_run_test.cpp says why).
-constexpr double kF32Tolerance = 5e-5;
-
-void expect_same_run(const std::vector<Iteration>& one, const std::vector<Iteration>& many,
-                     size_t first = 1) {
-  ASSERT_EQ(one.size(), 10u);
-  ASSERT_EQ(many.size(), one.size() - (first - 1));
-  for (const Iteration& it : many) {
-    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
-    const Iteration& s = one[size_t(it.iteration - 1)];
-    EXPECT_NEAR(it.loss, s.loss, kF32Tolerance * std::abs(s.loss));
-    EXPECT_NEAR(it.grad_norm, s.grad_norm, kF32Tolerance * std::abs(s.grad_norm));
-  }
+  return reference_run(t5_model(), overrides);
 }
 
 TEST(T5Run, TheLossFallsOnSpanCorruptedSentences) {
@@ -198,7 +168,7 @@ TEST(T5Checkpoint, TensorParallelCheckpointContinuesInOneProcessAndAfterConvert)
   ASSERT_EQ(sharded.result.exit_code, 0) << sharded.result.err;
   const Training resumed = train(1, " checkpoint.load=" + (save.path() / "iter_0000005").string());
   ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
-  expect_same_run(reference(""), resumed.metrics, 6);
+  expect_same_run(reference(""), resumed.metrics, kF32Tolerance, 6);
 
   const CommandResult to = run_megatron("convert --quiet --load " + save.path().string() +
                                         " --save " + one.path().string() + " --tp 1");
