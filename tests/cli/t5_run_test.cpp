@@ -39,13 +39,13 @@ TEST(T5Run, TheLossFallsOnSpanCorruptedSentences) {
   test_support::TempDir dir;
   const CommandResult r = run_job(
       "run --threads 2 " + t5_model() +
-      "model.hidden_size=64 training.train_iters=60 training.lr=2e-3 training.global_batch_size=16 "
-      "training.micro_batch_size=8 eval.interval=60 eval.iters=2 --run-dir " + dir.path().string());
+      "model.hidden_size=64 training.train_iters=40 training.lr=2e-3 training.global_batch_size=16 "
+      "training.micro_batch_size=8 eval.interval=40 eval.iters=2 --run-dir " + dir.path().string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("t5, 2 encoder + 2 decoder layers"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("lm loss value:"), std::string::npos) << "validation reports the loss";
   const std::vector<Iteration> m = read_metrics(dir.path());
-  ASSERT_EQ(m.size(), 60u);
+  ASSERT_EQ(m.size(), 40u);
   const auto mean = [&](size_t from) {
     double sum = 0.0;
     for (size_t i = from; i < from + 10; ++i) sum += m[i].loss;
@@ -53,7 +53,7 @@ TEST(T5Run, TheLossFallsOnSpanCorruptedSentences) {
   };
   // Untrained, the loss is about log(30624) = 10.3; sentinels and [EOS] are learnt first.
   EXPECT_GT(mean(0), 9.0);
-  EXPECT_LT(mean(50), mean(0) - 2.0);
+  EXPECT_LT(mean(30), mean(0) - 2.0);
 }
 
 TEST(T5Run, Bf16AndF16WithLossScalingFollowTheF32Run) {
@@ -91,20 +91,18 @@ TEST_P(T5ParallelRun, MatchesOneProcessStepForStepWithDropout) {
   expect_same_run(reference(model), many.metrics);
 }
 
-// Pipelines cut the 2 + 2 blocks between encoder and decoder (pp2), inside each stack (pp4 with
-// 4 + 4 blocks as 2 virtual chunks: every chunk one block), and with the other layouts.
+// Pipelines cut between encoder and decoder (tp2 x pp2 x dp2 over 2 + 2 blocks), inside the
+// encoder (pp3 over 4 + 2) and inside both stacks (pp4 over 4 + 4 as 2 virtual chunks: one block a
+// chunk). Plain tp2, dp2 and pp2 are parts of these, and of the GPT and BERT layouts.
 constexpr const char* kEightBlocks = "model.num_layers=4 model.decoder_num_layers=4 ";
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, T5ParallelRun,
     ::testing::Values(
         Layout{"tp2_sp", 2, "parallel.tensor=2 parallel.sequence_parallel=true"},
-        Layout{"tp2", 2, "parallel.tensor=2"},
-        Layout{"dp2_distributed_optimizer", 2, "parallel.distributed_optimizer=true"},
         Layout{"tp2_dp2_sp_distributed_optimizer", 4,
                "parallel.tensor=2 parallel.sequence_parallel=true "
                "parallel.distributed_optimizer=true"},
-        Layout{"pp2", 2, "parallel.pipeline=2"},
         Layout{"pp4_interleaved", 4, "parallel.pipeline=4 parallel.virtual_pipeline=2", kEightBlocks},
         Layout{"pp3_uneven_cut_inside_the_encoder", 3, "parallel.pipeline=3",
                "model.num_layers=4 model.decoder_num_layers=2 "},
