@@ -86,26 +86,7 @@ INSTANTIATE_TEST_SUITE_P(
                "parallel.distributed_optimizer=true"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-std::string save_to(const fs::path& dir) {
-  return " checkpoint.save=" + dir.string() + " checkpoint.interval=5 ";
-}
-
-TEST(BertCheckpoint, ResumedRunIsBitwiseTheStraightRun) {
-  test_support::TempDir save;
-  const Training straight = train(1, kDropout + save_to(save.path()));
-  ASSERT_EQ(straight.result.exit_code, 0) << straight.result.err;
-  const Training resumed =
-      train(1, kDropout + " checkpoint.load=" + (save.path() / "iter_0000005").string());
-  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
-  ASSERT_EQ(resumed.metrics.size(), 5u);
-  for (const Iteration& it : resumed.metrics) {
-    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
-    const Iteration& s = straight.metrics[size_t(it.iteration - 1)];
-    EXPECT_EQ(it.loss, s.loss);
-    EXPECT_EQ(it.sop_loss, s.sop_loss);
-    EXPECT_EQ(it.grad_norm, s.grad_norm);
-  }
-}
+TEST(BertCheckpoint, ResumedRunIsBitwiseTheStraightRun) { expect_bitwise_resume(bert_model()); }
 
 TEST(BertCheckpoint, SavedShardedContinuesInOneProcessAndConvertsThereAndBack) {
   test_support::TempDir save, one, back;

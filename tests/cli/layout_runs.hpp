@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,6 +57,31 @@ inline void expect_same_run(const std::vector<Iteration>& one, const std::vector
     EXPECT_EQ(std::isnan(it.sop_loss), std::isnan(s.sop_loss));  // NaN: no binary head
     if (!std::isnan(s.sop_loss)) EXPECT_NEAR(it.sop_loss, s.sop_loss, tolerance * std::abs(s.sop_loss));
     EXPECT_NEAR(it.grad_norm, s.grad_norm, tolerance * std::abs(s.grad_norm));
+  }
+}
+
+// Overrides that save a checkpoint every 5 iterations into `dir`.
+inline std::string save_to(const std::filesystem::path& dir) {
+  return " checkpoint.save=" + dir.string() + " checkpoint.interval=5 ";
+}
+
+// `model` trained 10 iterations with dropout, saving at 5, and resumed from iteration 5: the
+// resumed iterations are bitwise the straight run's (losses and gradient norms).
+inline void expect_bitwise_resume(const std::string& model) {
+  test_support::TempDir save;
+  const Training straight = train_model(model, 1, kDropout + save_to(save.path()));
+  ASSERT_EQ(straight.result.exit_code, 0) << straight.result.err;
+  const Training resumed =
+      train_model(model, 1, kDropout + " checkpoint.load=" + (save.path() / "iter_0000005").string());
+  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
+  ASSERT_EQ(resumed.metrics.size(), 5u);
+  for (const Iteration& it : resumed.metrics) {
+    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
+    const Iteration& s = straight.metrics[size_t(it.iteration - 1)];
+    EXPECT_EQ(it.loss, s.loss);
+    EXPECT_EQ(std::isnan(it.sop_loss), std::isnan(s.sop_loss));
+    if (!std::isnan(s.sop_loss)) EXPECT_EQ(it.sop_loss, s.sop_loss);
+    EXPECT_EQ(it.grad_norm, s.grad_norm);
   }
 }
 

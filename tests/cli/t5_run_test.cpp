@@ -118,25 +118,7 @@ TEST(T5Run, RelativePositionsUnderTensorAndSequenceParallelismMatchOneProcess) {
   expect_same_run(reference(relative), many.metrics);
 }
 
-std::string save_to(const std::filesystem::path& dir) {
-  return " checkpoint.save=" + dir.string() + " checkpoint.interval=5 ";
-}
-
-TEST(T5Checkpoint, ResumedRunIsBitwiseTheStraightRun) {
-  test_support::TempDir save;
-  const Training straight = train(1, kDropout + save_to(save.path()));
-  ASSERT_EQ(straight.result.exit_code, 0) << straight.result.err;
-  const Training resumed =
-      train(1, kDropout + " checkpoint.load=" + (save.path() / "iter_0000005").string());
-  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.err;
-  ASSERT_EQ(resumed.metrics.size(), 5u);
-  for (const Iteration& it : resumed.metrics) {
-    SCOPED_TRACE("iteration " + std::to_string(it.iteration));
-    const Iteration& s = straight.metrics[size_t(it.iteration - 1)];
-    EXPECT_EQ(it.loss, s.loss);
-    EXPECT_EQ(it.grad_norm, s.grad_norm);
-  }
-}
+TEST(T5Checkpoint, ResumedRunIsBitwiseTheStraightRun) { expect_bitwise_resume(t5_model()); }
 
 TEST(T5Checkpoint, PipelineCheckpointConvertsToOneStageAndBackAndContinues) {
   test_support::TempDir save, one, back;
