@@ -68,17 +68,16 @@ double recomputed_layer_activation_bytes(const ModelShape& x, LayerKind kind) {
 double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
   const double e = x.e(), b = x.b, h = x.h, out = outside_share(x);
   double bytes = 0;
-  if (stage.has_embedding && x.hidden_dropout > 0)
+  if (stage.has_embedding && x.hidden_dropout > 0) {
     bytes += local_tokens(x, x.s) * b * h * out;  // embedding dropout mask
+    // T5: the first chunk embeds the decoder's input too (its own dropout mask).
+    if (x.arch == recipe::Arch::T5) bytes += local_tokens(x, x.sd) * b * h * out;
+  }
   const bool holds_decoder = std::any_of(stage.layers.begin(), stage.layers.end(), [&](int64_t l) {
     return x.kind(l) == LayerKind::Decoder;
   });
   if (holds_decoder) {
-    // T5: the decoder's own embedding dropout mask sits with its first layer, and every
-    // cross-attention reads one shared copy of the encoder output.
-    const bool first_decoder_stage =
-        std::find(stage.layers.begin(), stage.layers.end(), x.L) != stage.layers.end();
-    if (first_decoder_stage && x.hidden_dropout > 0) bytes += local_tokens(x, x.sd) * b * h * out;
+    // T5: every cross-attention of a stage reads one shared copy of the encoder output.
     bytes += e * local_tokens(x, x.s) * b * h * out;
   }
   if (stage.has_output_layer) {

@@ -17,11 +17,11 @@ double all_reduce(double bytes, int64_t ranks) { return 2.0 * (ranks - 1) / rank
 // Ring all-gather or reduce-scatter: (n - 1) / n of the full buffer.
 double gather_or_scatter(double bytes, int64_t ranks) { return 1.0 * (ranks - 1) / ranks * bytes; }
 
-// What crosses a chunk boundary: the hidden state; a T5 decoder chunk also passes the encoder
-// output along to the next decoder stage.
-double boundary_message(const ModelShape& x, const std::vector<int64_t>& chunk) {
-  const bool decoder = !chunk.empty() && x.kind(chunk.back()) == LayerKind::Decoder;
-  double bytes = activation(x, decoder ? x.sd : x.s) + (decoder ? activation(x, x.s) : 0.0);
+// What crosses a chunk boundary: the hidden state; T5 passes both sides at every boundary, the
+// encoder's (its hidden states, then the encoder output) and the decoder's (its embedded input,
+// then its hidden states), as the engine does.
+double boundary_message(const ModelShape& x) {
+  double bytes = activation(x, x.s) + (x.arch == recipe::Arch::T5 ? activation(x, x.sd) : 0.0);
   // With sequence parallelism the stage boundary carries each rank's s/t shard.
   return x.sp ? bytes / x.t : bytes;
 }
@@ -43,22 +43,24 @@ double tensor_parallel_bytes(const ModelShape& x, const Stage& stage) {
     const double one = all_reduce(activation(x, x.tokens(kind)), x.t);
     per_microbatch += 2 * blocks * one;                                        // forward + backward
     if (static_cast<int64_t>(i) < recomputed) per_microbatch += blocks * one;  // forward again
-    if (stage.layers[i] == x.L && x.arch == recipe::Arch::T5)
-      per_microbatch += one;  // the decoder's vocab-parallel embedding lookup
   }
-  // Vocab-parallel embedding: forward all-reduce of its output.
-  if (stage.has_embedding) per_microbatch += all_reduce(activation(x, x.s), x.t);
+  // Vocab-parallel embedding: forward all-reduce of its output (T5: of both stacks' inputs).
+  if (stage.has_embedding) {
+    per_microbatch += all_reduce(activation(x, x.s), x.t);
+    if (x.arch == recipe::Arch::T5) per_microbatch += all_reduce(activation(x, x.sd), x.t);
+  }
   // Column-parallel output layer: backward all-reduce of its input gradient.
   if (stage.has_output_layer) per_microbatch += all_reduce(activation(x, x.output_tokens()), x.t);
   return per_microbatch * x.m;
 }
 
-PipelineSends pipeline_sends(const ModelShape& x, const Chunks& chunks, const Stage& stage) {
+PipelineSends pipeline_sends(const ModelShape& x, const Chunks& /*every boundary's message is
+                                                                    the same*/,
+                             const Stage& stage) {
   PipelineSends out;
   if (x.p == 1) return out;
   for (int64_t c = 0; c < x.v; ++c) {
-    const auto& chunk = chunks[c * x.p + stage.index];
-    const double message = boundary_message(x, chunk) * x.m;
+    const double message = boundary_message(x) * x.m;
     const bool last_chunk_of_model = c == x.v - 1 && stage.index == x.p - 1;
     const bool first_chunk_of_model = c == 0 && stage.index == 0;
     if (!last_chunk_of_model) out.to_next += message;       // activations forward
