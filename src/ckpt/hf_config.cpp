@@ -95,6 +95,10 @@ class Keys {
   [[noreturn]] void bad(const std::string& key, const std::string& why) const {
     throw UserError(fmt::format("{}: {} = {}: {}", where_, key, printable(j_.at(key).dump()), why));
   }
+  // A model the file describes that the engine does not compute, in one line naming the file.
+  [[noreturn]] void refuse(const std::string& why) const {
+    throw UserError(fmt::format("{}: {}", where_, why));
+  }
 
  private:
   const nlohmann::json& j_;
@@ -245,8 +249,8 @@ model::ModelConfig t5_from(const Keys& k, bool& head_from_embedding) {
     k.bad("feed_forward_proj", "only T5 v1.1's gated-gelu imports (the engine's geglu)");
   }
   if (!k.has("feed_forward_proj")) {
-    throw UserError("config.json: feed_forward_proj is missing; T5's default \"relu\" does not "
-                    "import (only T5 v1.1's gated-gelu does)");
+    k.refuse("feed_forward_proj is missing; T5's default \"relu\" does not import (only T5 "
+             "v1.1's gated-gelu does)");
   }
   // transformers < 5 writes tie_word_embeddings false for T5 v1.1 and true for the original T5,
   // which rescales the decoder output by d_model^-0.5 before its tied head; transformers 5 always
@@ -254,8 +258,8 @@ model::ModelConfig t5_from(const Keys& k, bool& head_from_embedding) {
   const bool tied = k.get<bool>("tie_word_embeddings", true);
   const bool rescaled = k.get<bool>("scale_decoder_outputs", tied);
   if (rescaled) {
-    throw UserError("config.json: the original T5's head (tied, rescaled by d_model^-0.5) has no "
-                    "counterpart here; T5 v1.1 and flan-t5 import");
+    k.refuse("the original T5's head (tied, rescaled by d_model^-0.5) has no counterpart here; "
+             "T5 v1.1 and flan-t5 import");
   }
   head_from_embedding = tied;
   k.neutral("is_encoder_decoder", true);

@@ -193,11 +193,9 @@ Tensor LanguageModel::backward_encoder_decoder(const Pass& pass, int64_t chunk, 
     saved.final_input = {};
     pass.grads_ready(head_first_param_);
   } else {
-    // Own tensors for each side: dy is one buffer, and each side's gradient is added to.
-    denc = b.empty({enc_rows, config_.hidden}, config_.dtype);
-    ddec = b.empty({dy.dim(0) - enc_rows, config_.hidden}, config_.dtype);
-    b.copy(dy.slice(0, enc_rows), denc);
-    b.copy(dy.slice(enc_rows, dy.dim(0)), ddec);
+    // Views of the received gradient: this chunk owns it, and the memory's share is added in place.
+    denc = dy.slice(0, enc_rows);
+    ddec = dy.slice(enc_rows, dy.dim(0));
   }
   // The decoder blocks add their cross-attention's share to the memory's gradient (every row,
   // partial over tensor-parallel ranks), reduced once to this rank's rows.

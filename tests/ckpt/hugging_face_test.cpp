@@ -7,8 +7,10 @@
 
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/hf_config.hpp"
 #include "ckpt/hf_recipe.hpp"
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
@@ -533,6 +535,81 @@ TEST(HuggingFaceExport, ACheckpointsModelFieldsAreCheckedAgainstTheSameLimits) {
     else if (key == "model.num_query_groups") value = "0";
   expect_user_error([&] { gpt_config_from_meta(meta, 128); },
                     {"model.num_query_groups = 0 is out of range"});
+}
+
+}  // namespace
+}  // namespace megatron::ckpt
+
+namespace megatron::ckpt {
+namespace {
+
+// A T5 v1.1 config.json as transformers 4 writes it.
+nlohmann::json t5_v11_config() {
+  return {{"model_type", "t5"}, {"d_model", 16}, {"d_kv", 4}, {"d_ff", 24}, {"num_layers", 2},
+          {"num_decoder_layers", 3}, {"num_heads", 4}, {"vocab_size", 50},
+          {"relative_attention_num_buckets", 8}, {"relative_attention_max_distance", 12},
+          {"feed_forward_proj", "gated-gelu"}, {"tie_word_embeddings", false},
+          {"layer_norm_epsilon", 1e-6}, {"dropout_rate", 0.0}};
+}
+
+std::string t5_refusal(const nlohmann::json& config) {
+  try {
+    hf_model_from_config(config, "dir/config.json");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HuggingFaceT5Config, T5v11IsTheEnginesEncoderDecoderShape) {
+  const HfModel m = hf_model_from_config(t5_v11_config(), "dir/config.json");
+  EXPECT_EQ(m.arch, HfArch::T5);
+  EXPECT_TRUE(m.config.encoder_decoder);
+  EXPECT_EQ(m.config.num_layers, 2);
+  EXPECT_EQ(m.config.decoder_layers, 3);
+  EXPECT_EQ(m.config.position, recipe::PositionEmbedding::Relative);
+  EXPECT_EQ(m.config.relative_buckets, 8);
+  EXPECT_EQ(m.config.activation, recipe::Activation::Geglu);
+  EXPECT_EQ(m.config.norm, recipe::Norm::RmsNorm);
+  EXPECT_FALSE(m.config.tie_embeddings);
+  EXPECT_FALSE(m.head_from_embedding);
+}
+
+TEST(HuggingFaceT5Config, Transformers5sAlwaysTiedUnscaledHeadImportsAsACopy) {
+  nlohmann::json c = t5_v11_config();
+  c["tie_word_embeddings"] = true;
+  c["scale_decoder_outputs"] = false;
+  const HfModel m = hf_model_from_config(c, "dir/config.json");
+  EXPECT_TRUE(m.head_from_embedding);
+  EXPECT_FALSE(m.config.tie_embeddings);
+}
+
+TEST(HuggingFaceT5Config, WhatTheEngineDoesNotComputeIsOneLineNamingTheFile) {
+  const auto with = [](const char* key, const nlohmann::json& value) {
+    nlohmann::json c = t5_v11_config();
+    if (value.is_null()) {
+      c.erase(key);
+    } else {
+      c[key] = value;
+    }
+    return t5_refusal(c);
+  };
+  for (const auto& [key, value, says] :
+       std::vector<std::tuple<const char*, nlohmann::json, std::string>>{
+           {"feed_forward_proj", nullptr, "feed_forward_proj is missing"},
+           {"feed_forward_proj", "relu", "only T5 v1.1's gated-gelu"},
+           {"feed_forward_proj", 7, "feed_forward_proj has the wrong type"},
+           {"tie_word_embeddings", true, "the original T5's head"},
+           {"relative_attention_num_buckets", 2, "expected at least 4"},
+           {"relative_attention_max_distance", 4, "must exceed half the buckets"},
+           {"num_heads", -1, "num_heads"},
+           {"d_kv", "64", "d_kv"},
+           {"vocab_size", 1e20, "vocab_size"},
+           {"num_decoder_layers", 0, "num_decoder_layers"}}) {
+    const std::string error = with(key, value);
+    EXPECT_NE(error.find("dir/config.json: "), std::string::npos) << key << ": " << error;
+    EXPECT_NE(error.find(says), std::string::npos) << key << ": " << error;
+  }
 }
 
 }  // namespace
