@@ -18,12 +18,13 @@ T5Dataset::T5Dataset(std::shared_ptr<const IndexedDataset> data, Split split,
   check_document_range(*data_, split, documents);
   // Target lengths are drawn in [2, S - 2] (build_mapping's short samples start at 2).
   if (config_.encoder_length < 4 || config_.encoder_length > (int64_t{1} << 30))
-    throw UserError(fmt::format("dataset '{}': encoder length {} is too short for T5 samples; use "
-                                "at least 4",
+    throw UserError(fmt::format("dataset '{}': encoder length {} (data.seq_length) is outside 4..2^30: "
+                                "T5 samples need at least two tokens, a sentinel and padding room",
                                 prefix, config_.encoder_length));
   if (config_.decoder_length < 1 || config_.decoder_length > (int64_t{1} << 30))
-    throw UserError(fmt::format("dataset '{}': decoder length {} cannot hold [BOS]", prefix,
-                                config_.decoder_length));
+    throw UserError(fmt::format("dataset '{}': decoder length {} (data.decoder_seq_length) is "
+                                "outside 1..2^30",
+                                prefix, config_.decoder_length));
   if (!config_.continuation) throw std::invalid_argument("T5DatasetConfig: no continuation table");
   if (num_samples == 0) return;
   const BertSampleIndexParams params{.max_samples = num_samples.value_or(0),

@@ -155,10 +155,22 @@ TEST(T5DatasetRefusals, ADecoderTooShortForTheSpansNamesTheSetting) {
   }
 }
 
-TEST(T5DatasetRefusals, AnEncoderTooShortIsRefused) {
+TEST(T5DatasetRefusals, AnEncoderTooShortIsRefusedNamingTheSetting) {
   test_support::TempDir dir;
   auto data = std::make_shared<const IndexedDataset>(write_sentences(dir, 5, 10));
-  EXPECT_THROW(T5Dataset(data, Split::Train, {0, 10}, 10, config_in(dir, 3, 8)), UserError);
+  try {
+    T5Dataset(data, Split::Train, {0, 10}, 10, config_in(dir, 3, 8));
+    FAIL() << "an encoder of 3 tokens was accepted";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("(data.seq_length)"));
+  }
+}
+
+TEST(T5DatasetRefusals, DocumentsOutsideTheDatasetAreRefused) {
+  test_support::TempDir dir;
+  auto data = std::make_shared<const IndexedDataset>(write_sentences(dir, 5, 10));
+  EXPECT_THROW(T5Dataset(data, Split::Train, {-1, 5}, 10, config_in(dir, 32, 16)), UserError);
+  EXPECT_THROW(T5Dataset(data, Split::Train, {4, 11}, 10, config_in(dir, 32, 16)), UserError);
 }
 
 }  // namespace
