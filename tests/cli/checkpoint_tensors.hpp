@@ -7,7 +7,13 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
 #include "ckpt/checkpoint_reader.hpp"
+#include "cli/run_command.hpp"
 
 namespace megatron::cli {
 
@@ -23,6 +29,34 @@ inline std::map<std::string, std::vector<std::byte>> model_tensors(const std::fi
     out[t.name] = std::move(bytes);
   }
   return out;
+}
+
+// The 2-iteration checkpoint in `saved` exported with `convert --to hf` (its config.json names
+// `architecture`) and imported back with --tp 2 into `back`: every tensor returns bitwise but the
+// vocabulary's padding rows (rows past `real` of `padded`, in the tensors `vocab`), which stay
+// behind in Hugging Face.
+inline void expect_hugging_face_round_trip(const std::filesystem::path& saved,
+                                           const std::filesystem::path& hf,
+                                           const std::filesystem::path& back,
+                                           const std::string& architecture,
+                                           const std::set<std::string>& vocab, size_t real,
+                                           size_t padded) {
+  const CommandResult to = run_megatron("convert --to hf --load " + saved.string() + " --save " +
+                                        (hf / "model").string());
+  ASSERT_EQ(to.exit_code, 0) << to.err;
+  EXPECT_NE(slurp(hf / "model" / "config.json").find(architecture), std::string::npos);
+  const CommandResult from = run_megatron("convert --quiet --from hf --load " + (hf / "model").string() +
+                                          " --save " + back.string() + " --tp 2");
+  ASSERT_EQ(from.exit_code, 0) << from.err;
+  const auto original = model_tensors(saved / "iter_0000002");
+  const auto imported = model_tensors(back / "iter_0000000");
+  ASSERT_EQ(imported.size(), original.size());
+  for (const auto& [name, bytes] : imported) {
+    const size_t kept = vocab.count(name) ? bytes.size() / padded * real : bytes.size();
+    ASSERT_EQ(bytes.size(), original.at(name).size()) << name;
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.begin() + std::ptrdiff_t(kept), original.at(name).begin()))
+        << name;
+  }
 }
 
 }  // namespace megatron::cli
