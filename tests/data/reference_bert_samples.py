@@ -206,14 +206,21 @@ def main():
     begin, end = d["documents"]
     index = build_mapping(docs[begin:end + 1], lengths, d["max_samples"], d["seq_length"] - 3,
                           d["short_seq_prob"], d["seed"], 2 if d["binary_head"] else 1)
+    return compare(d, index, lambda i: sample(d, data, index, i, d["vocab"]),
+                   ("tokens", "types", "labels", "is_random", "valid_length"))
+
+
+def compare(d, index, reference_sample, keys):
+    """The engine's index and samples in dump `d` against the reference's; prints each
+    difference and a summary, returns the exit status (0 when all agree)."""
     failures = 0
     if index != d["index"]:
         print("sample index differs: reference %d samples, engine %d; first entries %s vs %s"
               % (len(index), len(d["index"]), index[:3], d["index"][:3]))
         failures += 1
     for got in d["samples"]:
-        want = sample(d, data, index, got["i"], d["vocab"])
-        for key in ("tokens", "types", "labels", "is_random", "valid_length"):
+        want = reference_sample(got["i"])
+        for key in keys:
             if got[key] != want[key]:
                 print("sample %d: %s differs\n  engine    %s\n  reference %s"
                       % (got["i"], key, got[key], want[key]))

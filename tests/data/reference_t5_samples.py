@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_bert_samples import build_mapping, read_dataset  # noqa: E402
+from reference_bert_samples import build_mapping, compare, read_dataset  # noqa: E402
 
 
 def masked_spans(d, token_ids, target_len, rs, vocab):
@@ -108,22 +108,8 @@ def main():
     begin, end = d["documents"]
     index = build_mapping(docs[begin:end + 1], lengths, d["max_samples"], d["encoder_length"] - 2,
                           d["short_seq_prob"], d["seed"], 1)
-    failures = 0
-    if index != d["index"]:
-        print("sample index differs: reference %d samples, engine %d; first entries %s vs %s"
-              % (len(index), len(d["index"]), index[:3], d["index"][:3]))
-        failures += 1
-    for got in d["samples"]:
-        want = sample(d, data, index, got["i"], d["vocab"])
-        for key in ("text_enc", "text_dec", "labels", "loss_mask", "enc_valid"):
-            if got[key] != want[key]:
-                print("sample %d: %s differs\n  engine    %s\n  reference %s"
-                      % (got["i"], key, got[key], want[key]))
-                failures += 1
-    print("%d samples compared, index of %d samples: %s"
-          % (len(d["samples"]), len(index), "ok" if failures == 0 else "%d differences" % failures))
-    return 1 if failures else 0
-
+    return compare(d, index, lambda i: sample(d, data, index, i, d["vocab"]),
+                   ("text_enc", "text_dec", "labels", "loss_mask", "enc_valid"))
 
 if __name__ == "__main__":
     sys.exit(main())
