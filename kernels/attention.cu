@@ -106,6 +106,9 @@ struct Common {
   float keep_scale;  // 1 / (1 - dropout)
   tensor::RngKey rng;
   const int* key_lengths;  // [batch] on the device: the padding mask's keys per sequence; null: all
+  // [batch * seq] on the device: the first key each query row attends to (packed documents,
+  // AttentionOptions::first_keys); null: key 0.
+  const int* first_keys;
   int64_t total_heads;  // of the dropout numbering (shape.heads when options.total_heads is 0)
   int64_t head_offset;
   DType qkv_dtype;
@@ -154,6 +157,13 @@ __device__ __forceinline__ int64_t key_column(const Common& c, int g, int dim) {
 // Keys sequence b attends to: 0..keys-1 (the padding mask), every key without one.
 __device__ __forceinline__ int keys_of(const Common& c, int b) {
   return c.key_lengths ? c.key_lengths[b] : c.seq;
+}
+
+// Whether query qi of sequence b sees key kj: inside the sequence, its keys and its document,
+// and not after the query when causal.
+__device__ __forceinline__ bool visible(const Common& c, int b, int qi, int kj, int keys) {
+  return qi < c.seq && kj < keys && (!c.causal || kj <= qi) &&
+         (!c.first_keys || kj >= c.first_keys[int64_t(b) * c.seq + qi]);
 }
 
 __device__ __forceinline__ uint64_t head_base(const Common& c, int b, int h) {
@@ -481,7 +491,7 @@ __global__ void __launch_bounds__(kThreads, forward_ctas(D))
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
         const int kj = j0 + tx + kGrid * j;
-        const bool valid = kj < keys && (!c.causal || kj <= qi);
+        const bool valid = visible(c, b, qi, kj, keys);
         s[i][j] = valid ? s[i][j] * c.scale_log2 : -INFINITY;
         block_max = fmaxf(block_max, s[i][j]);
       }
@@ -643,7 +653,7 @@ __global__ void __launch_bounds__(kThreads, backward_ctas(D))
         for (int j = 0; j < kPer; ++j) {
           const int col = tx + kGrid * j;
           const int qi = i0 + col;
-          const bool valid = qi < c.seq && kj < keys && (!c.causal || kj <= qi);
+          const bool valid = visible(c, b, qi, kj, keys);
           const float prob = valid ? exp2f(st[i][j] * c.scale_log2 - lse_s[col]) : 0.0f;
           float* at = s_s + (ty + kGrid * i) * kScoreStride + col;
           const float z = c.dropout > 0.0f ? *at : 1.0f;
@@ -774,7 +784,7 @@ __global__ void __launch_bounds__(kThreads, backward_ctas(D))
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
         const int kj = j0 + tx + kGrid * j;
-        const bool valid = qi < c.seq && kj < keys && (!c.causal || kj <= qi);
+        const bool valid = visible(c, b, qi, kj, keys);
         const float prob = valid ? exp2f(s[i][j] * c.scale_log2 - lse2[i]) : 0.0f;
         float* at = s_s + (ty + kGrid * i) * kScoreStride + tx + kGrid * j;
         const float z = c.dropout > 0.0f ? *at : 1.0f;
@@ -822,6 +832,12 @@ Common common_params(const Tensor& qkv, const AttentionShape& s, const Attention
   for (const int64_t keys : o.key_lengths)
     require(keys >= 1 && keys <= s.seq, op,
             "a key length of " + std::to_string(keys) + " is outside 1.." + std::to_string(s.seq));
+  require(o.first_keys.empty() || int64_t(o.first_keys.size()) == s.batch * s.seq, op,
+          "first_keys has " + std::to_string(o.first_keys.size()) + " entries for " +
+              std::to_string(s.batch * s.seq) + " query rows");
+  for (size_t r = 0; r < o.first_keys.size(); ++r)
+    require(o.first_keys[r] >= 0 && o.first_keys[r] <= int64_t(r % size_t(s.seq)), op,
+            "first_keys[" + std::to_string(r) + "] is outside 0..its row");
   require(s.seq <= INT_MAX - kBlock && s.batch <= 65535 && s.heads <= 65535, op,
           "shape too large (seq below 2^31 - 64, batch and heads at most 65535)");
   require_float(qkv, "qkv", op);
@@ -905,6 +921,8 @@ void attention_forward(cudaStream_t stream, const Tensor& qkv, const AttentionSh
   if (shape.batch == 0 || shape.seq == 0) return;
   const DeviceKeyLengths key_lengths(stream, options.key_lengths, op);
   p.c.key_lengths = key_lengths.get();
+  const DeviceKeyLengths first_keys(stream, options.first_keys, op);
+  p.c.first_keys = first_keys.get();
   p.out = out.raw();
   p.out_dtype = out.dtype();
   p.lse = static_cast<float*>(lse.raw());
@@ -948,6 +966,8 @@ void attention_backward(cudaStream_t stream, Workspace& workspace, const Tensor&
   if (shape.batch == 0 || shape.seq == 0) return;
   const DeviceKeyLengths key_lengths(stream, options.key_lengths, op);
   p.c.key_lengths = key_lengths.get();
+  const DeviceKeyLengths first_keys(stream, options.first_keys, op);
+  p.c.first_keys = first_keys.get();
   const int64_t rows = shape.batch * shape.seq;
   const int64_t base_ctas = int64_t(p.c.blocks) * shape.groups * shape.batch;
   const int64_t per_group = shape.heads / shape.groups;

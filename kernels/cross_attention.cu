@@ -332,6 +332,8 @@ Geometry geometry(const Tensor& q, const Tensor& kv, const Tensor& lse,
           "a causal mask needs as many queries as keys: q_seq " + std::to_string(s.q_seq) +
               ", kv_seq " + std::to_string(s.kv_seq));
   require(o.dropout >= 0.0f && o.dropout < 1.0f, op, "dropout must be in [0, 1)");
+  require(o.first_keys.empty(), op,
+          "takes no packed documents (options.first_keys): use attention_forward and _backward");
   require(o.key_lengths.empty() || int64_t(o.key_lengths.size()) == s.batch, op,
           "key_lengths has " + std::to_string(o.key_lengths.size()) + " entries for a batch of " +
               std::to_string(s.batch));

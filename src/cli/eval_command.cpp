@@ -25,6 +25,9 @@
 #include "dist/launcher.hpp"
 #include "eval/results.hpp"
 #include "eval/classify.hpp"
+#include "eval/greedy_decode.hpp"
+#include "data/sft_data.hpp"
+#include "data/wordpiece_extras.hpp"
 #include "eval/task_run.hpp"
 #include "recipe/compile.hpp"
 #include "train/model_context.hpp"
@@ -49,6 +52,10 @@ struct EvalArgs {
   int64_t batch_size = 0;
   int64_t num_fewshot = 0;
   std::string fewshot_data;
+  std::string prompt_field = "prompt";
+  std::string answer_field = "answer";
+  std::string metrics = "exact_match,f1";
+  int64_t max_tokens = 32;
   int threads = 0;
   int nproc = 0;
   std::string device;
@@ -83,7 +90,36 @@ std::vector<eval::TaskSpec> task_specs(const EvalArgs& a, const recipe::Recipe& 
            .stride = a.stride,
            .windows = eval::windows_named(a.windows),
            .num_fewshot = a.num_fewshot,
-           .fewshot_data = a.fewshot_data}};
+           .fewshot_data = a.fewshot_data,
+           .prompt_field = a.prompt_field,
+           .answer_field = a.answer_field,
+           .metrics = eval::metrics_named(a.metrics),
+           .max_tokens = a.max_tokens}};
+}
+
+// What a generation task's prompt becomes before it is encoded: a chat-tuned model's prompt is
+// a user turn of its template followed by the assistant's header (the unscored text before the
+// first scored stretch of a transcript whose assistant turn is empty); others take it as is.
+std::string generation_prompt(const recipe::FinetuneSection& ft, const std::string& prompt) {
+  if (!ft.train_data || ft.format != recipe::FinetuneFormat::Chat) return prompt;
+  const std::vector<data::ChatMessage> turns = {{.role = data::ChatRole::User, .content = prompt},
+                                                {.role = data::ChatRole::Assistant, .content = ""}};
+  const data::SftExample rendered = data::render_chat(
+      turns, ft.chat_template == recipe::ChatTemplate::ChatMl ? data::ChatTemplate::ChatMl
+                                                              : data::ChatTemplate::Plain);
+  std::string out;
+  for (const data::SftSegment& segment : rendered.segments) {
+    if (segment.scored) break;
+    out += segment.text;
+  }
+  return out;
+}
+
+// Generated text as the metrics read it: without the whitespace around it.
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\n\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\n\r") - first + 1);
 }
 
 // Tasks of one kind are told apart by their data file's name.
@@ -158,10 +194,17 @@ void run_eval(const EvalArgs& a) {
                                   "--task classification",
                                   dir->string()));
     }
-    if (spec.task != "classification" && compiled.recipe.model.arch != recipe::Arch::Gpt) {
-      throw UserError(fmt::format("{}: {} scores causal language models (arch gpt); this "
+    const recipe::Arch arch = compiled.recipe.model.arch;
+    if (spec.task != "classification" && arch != recipe::Arch::Gpt &&
+        !(spec.task == "generation" && arch == recipe::Arch::T5)) {
+      throw UserError(fmt::format("{}: {} scores causal language models (arch gpt){}; this "
                                   "checkpoint is {}: fine-tune it and use --task classification",
-                                  dir->string(), spec.task, recipe::name_of(compiled.recipe.model.arch)));
+                                  dir->string(), spec.task,
+                                  spec.task == "generation" ? " and t5" : "", recipe::name_of(arch)));
+    }
+    if (spec.task == "generation" && arch == recipe::Arch::T5 && !tokenizer->special_tokens().cls) {
+      throw UserError(dir->string() + ": generation from t5 needs its WordPiece vocabulary "
+                                      "(data.vocab_file) for [BOS] and [EOS]");
     }
     inputs.push_back(eval::read_task_input(spec, *tokenizer, compiled.recipe.finetune));
   }
@@ -250,11 +293,65 @@ void run_eval(const EvalArgs& a) {
                                       rank0 ? progress : eval::ScoreProgress{});
         scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         return answers;
+      },
+      .generate = [&](const std::vector<std::string>& prompts, int64_t max_tokens) {
+        const auto begin = std::chrono::steady_clock::now();
+        const bool t5 = c.encoder_decoder;
+        eval::DecodeOptions decoding{.max_tokens = max_tokens,
+                                     .max_length = t5 ? c.decoder_seq_length : c.max_positions,
+                                     .encoder_length = t5 ? c.seq_length : 0,
+                                     .encoder_decoder = t5,
+                                     .pad = options.pad_token,
+                                     .batch_size = options.batch_size,
+                                     .vocab_size = options.vocab_size};
+        if (t5) {
+          const data::WordPieceExtras extras =
+              data::wordpiece_extras(*tokenizer, compiled.derived.vocab_extra_ids);
+          decoding.bos = extras.bos;
+          decoding.pad = tokenizer->special_tokens().pad.value_or(0);
+          decoding.stop_tokens = {extras.eos};
+          if (max_tokens > decoding.max_length) {
+            throw UserError(fmt::format("--max-tokens {} is more than the decoder's {} positions "
+                                        "(data.decoder_seq_length)", max_tokens, decoding.max_length));
+          }
+        } else {
+          if (const auto eod = tokenizer->special_tokens().eod) decoding.stop_tokens = {*eod};
+          if (max_tokens >= decoding.max_length) {
+            throw UserError(fmt::format("--max-tokens {} leaves no room for a prompt in the model's "
+                                        "{} positions", max_tokens, decoding.max_length));
+          }
+        }
+        std::vector<std::vector<int32_t>> ids;
+        for (const std::string& p : prompts) {
+          std::vector<int32_t> encoded = tokenizer->encode(generation_prompt(compiled.recipe.finetune, p));
+          if (t5) encoded.push_back(decoding.stop_tokens[0]);  // a source ends in [EOS]
+          if (encoded.empty() && decoding.stop_tokens.size() == 1) encoded.push_back(decoding.stop_tokens[0]);
+          forwarded += int64_t(encoded.size());
+          ids.push_back(std::move(encoded));
+        }
+        const eval::ScoreProgress progress = [&](int64_t done, int64_t all) {
+          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+          const double rate = double(done) / std::max(s, 1e-9);
+          line(fmt::format("generated for {}/{} prompts, {:.2f} prompts/s, ETA {:.0f} s", done, all,
+                           rate, double(all - done) / std::max(rate, 1e-9)),
+               s, done == all);
+        };
+        const auto outputs = eval::greedy_decode(forward, *ctx.backend, ids, decoding,
+                                                 rank0 ? progress : eval::ScoreProgress{}, groups);
+        std::vector<std::string> texts;
+        for (const auto& out : outputs) {
+          forwarded += int64_t(out.size());
+          texts.push_back(trimmed(tokenizer->decode(out)));
+        }
+        scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        return texts;
       }};
   std::vector<eval::TaskResult> results;
   for (eval::TaskInput& input : inputs) {
     spdlog::info("task {} on {} ({} {}{})", input.spec.task, input.spec.data, input.samples(),
-                 input.spec.task == "multiple-choice" ? "questions" : "documents",
+                 input.spec.task == "multiple-choice" ? "questions"
+                 : input.spec.task == "generation"    ? "prompts"
+                                                      : "documents",
                  input.spec.num_fewshot > 0 ? fmt::format(", {}-shot", input.spec.num_fewshot) : "");
     results.push_back(eval::run_task(std::move(input), setup));
   }
@@ -266,7 +363,7 @@ void run_eval(const EvalArgs& a) {
                              .batch_size = options.batch_size,
                              .max_length = options.max_length,
                              .version = std::string(build_info::version())};
-    write_whole(a.json, eval::results_json(results, info).dump(2) + "\n", created);
+    write_whole(a.json, eval::results_json(results, info).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", created);
   }
   if (!a.log_samples.empty()) {
     std::string lines;
@@ -288,9 +385,10 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   cmd->add_option("checkpoint", args->checkpoint, "Checkpoint (save directory or iter_NNNNNNN)")->required();
   cmd->add_option("overrides", args->overrides, "section.key=value recipe overrides");
   cmd->add_option("--task", args->task,
-                  "perplexity, cloze, multiple-choice, or classification for a fine-tuned classifier "
+                  "perplexity, cloze, multiple-choice, classification for a fine-tuned classifier, "
+                  "or generation (greedy outputs scored against references; gpt and t5) "
                   "(default: the recipe's eval.tasks)")
-      ->check(CLI::IsMember({"perplexity", "cloze", "multiple-choice", "classification"}));
+      ->check(CLI::IsMember({"perplexity", "cloze", "multiple-choice", "classification", "generation"}));
   auto& flags = args->task_flags;
   flags.push_back(cmd->add_option(
       "--data", args->data, "Task file: .jsonl; for perplexity also plain text or an indexed dataset's prefix"));
@@ -312,6 +410,15 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   flags.push_back(cmd->add_option("--num-fewshot", args->num_fewshot,
                   "multiple choice: examples before each question (lm-evaluation-harness's first_n)")
       ->check(whole_number(int64_t{1} << 10)));
+  flags.push_back(cmd->add_option("--prompt-field", args->prompt_field,
+                                  "generation: jsonl field holding each prompt (T5: the source; default prompt)"));
+  flags.push_back(cmd->add_option("--answer-field", args->answer_field,
+                                  "generation: jsonl field holding the reference answer, or a list of them (default answer)"));
+  flags.push_back(cmd->add_option("--metrics", args->metrics,
+                                  "generation: comma-separated exact_match, f1, bleu, chrf (default exact_match,f1)"));
+  flags.push_back(cmd->add_option("--max-tokens", args->max_tokens,
+                                  "generation: most tokens generated per prompt (default 32)")
+                      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20)));
   flags.push_back(cmd->add_option("--fewshot-data", args->fewshot_data,
                   "multiple choice: the examples' file (default: the task's own, less the question)"));
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");

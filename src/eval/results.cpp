@@ -9,7 +9,7 @@ namespace megatron::eval {
 
 nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInfo& info) {
   nlohmann::ordered_json out;
-  nlohmann::ordered_json tasks, n_samples, higher, versions, n_shot, configs;
+  nlohmann::ordered_json tasks, n_samples, higher, versions, n_shot, configs, generations;
   for (const TaskResult& r : results) {
     nlohmann::ordered_json t{{"alias", r.task}};
     for (const Metric& m : r.metrics) {
@@ -26,6 +26,13 @@ nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInf
     versions[r.task] = 1.0;
     n_shot[r.task] = r.num_fewshot;
     configs[r.task] = {{"task", r.task}, {"dataset_path", r.data}, {"num_fewshot", r.num_fewshot}};
+    if (!r.generations.empty()) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const Generated& g : r.generations) {
+        list.push_back({{"prompt", g.prompt}, {"prediction", g.prediction}, {"references", g.references}});
+      }
+      generations[r.task] = list;
+    }
   }
   out["results"] = tasks;
   out["configs"] = configs;
@@ -33,6 +40,8 @@ nlohmann::json results_json(const std::vector<TaskResult>& results, const RunInf
   out["n-shot"] = n_shot;
   out["higher_is_better"] = higher;
   out["n-samples"] = n_samples;
+  // Generation tasks: every output beside its references, so that any scorer can recompute.
+  if (!generations.empty()) out["generations"] = generations;
   out["config"] = {{"model", "megatron"},
                    {"model_args", "checkpoint=" + info.checkpoint},
                    {"batch_size", info.batch_size},
@@ -60,6 +69,12 @@ std::string results_table(const std::vector<TaskResult>& results) {
 
 std::string samples_jsonl(const TaskResult& r) {
   std::string out;
+  for (size_t d = 0; d < r.generations.size(); ++d) {
+    const Generated& g = r.generations[d];
+    nlohmann::ordered_json line{{"doc_id", d}, {"task", r.task}, {"prompt", g.prompt},
+                                {"filtered_resps", {g.prediction}}, {"target", g.references}};
+    out += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
   for (size_t d = 0; d < r.scores.size(); ++d) {
     nlohmann::ordered_json line{{"doc_id", d}, {"task", r.task}};
     nlohmann::ordered_json resps = nlohmann::ordered_json::array();

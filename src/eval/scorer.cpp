@@ -44,6 +44,31 @@ std::vector<float> row_maxima(const std::vector<float>& logits, size_t width, in
   return out;
 }
 
+}  // namespace
+
+std::vector<float> argmax_over_shards(tensor::Backend& backend, const model::HeadOutputs& outputs,
+                                      dist::Communicator* tp) {
+  const size_t width = size_t(outputs.logits.shape()[1]);
+  std::vector<float> maxima = row_maxima(tensor::to_floats(backend, outputs.logits), width, outputs.vocab_first);
+  const int tp_size = tp ? tp->size() : 1;
+  if (tp_size == 1) return maxima;
+  const size_t n = maxima.size() / 2;
+  const tensor::Tensor mine_t = tensor::from_floats(backend, maxima, {int64_t(maxima.size())});
+  tensor::Tensor all = backend.empty({int64_t(maxima.size()) * tp_size}, tensor::DType::F32);
+  tp->all_gather(mine_t, all);
+  const std::vector<float> shards = tensor::to_floats(backend, all);
+  std::copy_n(shards.begin(), maxima.size(), maxima.begin());  // shard 0's
+  for (size_t i = 0; i < n; ++i) {
+    for (int r = 1; r < tp_size; ++r) {
+      const float* m = shards.data() + (size_t(r) * n + i) * 2;
+      if (m[0] > maxima[2 * i]) std::copy_n(m, 2, maxima.begin() + std::ptrdiff_t(2 * i));
+    }
+  }
+  return maxima;
+}
+
+namespace {
+
 // Every replica's scores on every rank: each request's score comes from one rank, so a sum over
 // the ranks of (f32 high part, f32 remainder) adds only zeros to it: the double keeps about
 // 48 bits (1e-14 relative) of the replica's.
@@ -136,23 +161,7 @@ std::vector<Score> score(const ForwardFn& forward, tensor::Backend& backend,
     // Greedy: the label is the argmax over the whole vocabulary, the first of the shards'
     // maxima (shards in column order) where they tie.
     std::vector<float> maxima;
-    if (o.greedy) {
-      const size_t width = size_t(outputs.logits.shape()[1]);
-      maxima = row_maxima(tensor::to_floats(backend, outputs.logits), width, outputs.vocab_first);
-      if (tp_size > 1) {
-        const tensor::Tensor mine_t = tensor::from_floats(backend, maxima, {int64_t(maxima.size())});
-        tensor::Tensor all = backend.empty({int64_t(maxima.size()) * tp_size}, tensor::DType::F32);
-        groups.tp->all_gather(mine_t, all);
-        const std::vector<float> shards = tensor::to_floats(backend, all);
-        std::copy_n(shards.begin(), maxima.size(), maxima.begin());  // shard 0's
-        for (size_t i = 0; i < size_t(n); ++i) {
-          for (int r = 1; r < tp_size; ++r) {
-            const float* m = shards.data() + (size_t(r) * size_t(n) + i) * 2;
-            if (m[0] > maxima[2 * i]) std::copy_n(m, 2, maxima.begin() + std::ptrdiff_t(2 * i));
-          }
-        }
-      }
-    }
+    if (o.greedy) maxima = argmax_over_shards(backend, outputs, tp_size > 1 ? groups.tp : nullptr);
     size_t i = 0;
     for (size_t k = 0; k < count; ++k) {
       Score& s = out[order[first + k]];

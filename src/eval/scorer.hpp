@@ -45,6 +45,12 @@ struct ScoreGroups {
 // on the ranks that end the model (the last pipeline stage).
 using ForwardFn = std::function<bool(const model::Batch&, model::HeadOutputs& outputs)>;
 
+// Each scored row's largest logit and its vocabulary column, as pairs [value, column, ...], over
+// the whole vocabulary: the first column holding the largest value (torch.argmax's choice), the
+// tensor-parallel shards taken in column order (collective over `tp`; null: one shard).
+std::vector<float> argmax_over_shards(tensor::Backend& backend, const model::HeadOutputs& outputs,
+                                      dist::Communicator* tp);
+
 // Progress: (requests done, requests in all).
 using ScoreProgress = std::function<void(int64_t, int64_t)>;
 

@@ -91,6 +91,27 @@ std::vector<Choice> read_choices(const std::string& path, const ChoiceFields& f)
   return out;
 }
 
+std::vector<GenerationExample> read_generation(const std::string& path, const std::string& prompt_field,
+                                               const std::string& answer_field) {
+  std::vector<GenerationExample> out;
+  for_each_line(path, [&](const nlohmann::json& j, int64_t line) {
+    GenerationExample e{.prompt = text_of(field_of(j, prompt_field, path, line), prompt_field, path, line)};
+    const nlohmann::json& answer = field_of(j, answer_field, path, line);
+    if (answer.is_array()) {
+      for (const auto& v : answer) e.references.push_back(text_of(v, answer_field, path, line));
+    } else {
+      e.references.push_back(text_of(answer, answer_field, path, line));
+    }
+    if (e.references.empty()) {
+      throw UserError(fmt::format("{}:{}: field \"{}\" must be a string or a non-empty list of strings",
+                                  path, line, printable(answer_field)));
+    }
+    out.push_back(std::move(e));
+  });
+  if (out.empty()) throw UserError(fmt::format("{}: no prompts", path));
+  return out;
+}
+
 std::optional<std::string> indexed_dataset_prefix(const std::string& path) {
   std::string prefix = path;
   for (const char* ext : {".bin", ".idx"}) {

@@ -37,4 +37,13 @@ struct ChoiceFields {
 
 std::vector<Choice> read_choices(const std::string& path, const ChoiceFields& fields);
 
+struct GenerationExample {
+  std::string prompt;
+  std::vector<std::string> references;  // at least one
+};
+
+// jsonl: the prompt field's string and the answer field's string or non-empty list of strings.
+std::vector<GenerationExample> read_generation(const std::string& path, const std::string& prompt_field,
+                                               const std::string& answer_field);
+
 }  // namespace megatron::eval

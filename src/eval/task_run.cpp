@@ -1,9 +1,12 @@
 #include "eval/task_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "eval/classify.hpp"
+#include "eval/generation_task.hpp"
 
 namespace megatron::eval {
 
@@ -21,11 +24,33 @@ TaskSpec task_spec(const recipe::EvalTask& e) {
   if (e.windows) s.windows = windows_named(*e.windows);
   if (e.num_fewshot) s.num_fewshot = *e.num_fewshot;
   if (e.fewshot_data) s.fewshot_data = *e.fewshot_data;
+  if (e.prompt_field) s.prompt_field = *e.prompt_field;
+  if (e.answer_field) s.answer_field = *e.answer_field;
+  if (e.metrics) s.metrics = metrics_named(*e.metrics);
+  if (e.max_tokens) s.max_tokens = *e.max_tokens;
   return s;
+}
+
+std::vector<std::string> metrics_named(const std::string& names) {
+  static const std::vector<std::string> known = {"exact_match", "f1", "bleu", "chrf"};
+  std::vector<std::string> out;
+  std::string::size_type begin = 0;
+  while (begin <= names.size()) {
+    const auto end = std::min(names.find(',', begin), names.size());
+    const std::string name = names.substr(begin, end - begin);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw UserError("metrics: '" + printable(name) + "' is not one of exact_match, f1, bleu, chrf "
+                      "(a comma-separated list, e.g. bleu,chrf)");
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    begin = end + 1;
+  }
+  return out;
 }
 
 int64_t TaskInput::samples() const {
   if (spec.task == "multiple-choice") return int64_t(questions.size());
+  if (spec.task == "generation") return int64_t(generation.size());
   if (labelled) return int64_t(labelled->rows.size());
   return token_documents ? int64_t(token_documents->size()) : int64_t(documents.size());
 }
@@ -46,6 +71,8 @@ TaskInput read_task_input(const TaskSpec& spec, const data::Tokenizer& tokenizer
                                         ft.labels)
             : data::read_glue(spec.data, ft.format == recipe::FinetuneFormat::Mnli ? data::GlueTask::Mnli
                                                                                    : data::GlueTask::Qqp));
+  } else if (spec.task == "generation") {
+    in.generation = read_generation(spec.data, spec.prompt_field, spec.answer_field);
   } else if (spec.task == "multiple-choice") {
     in.questions = read_choices(spec.data, spec.choice_fields);
     if (spec.num_fewshot > 0) {
@@ -75,6 +102,8 @@ TaskResult run_task(TaskInput in, const TaskSetup& setup) {
     r = perplexity_task(corpus, setup, in.spec.stride, in.spec.windows);
   } else if (in.spec.task == "classification") {
     r = classification_metrics(*in.labelled, setup.classify(*in.labelled));
+  } else if (in.spec.task == "generation") {
+    r = generation_task(in.generation, in.spec.metrics, in.spec.max_tokens, setup);
   } else if (in.spec.task == "cloze") {
     r = cloze_task(in.documents, setup);
   } else {

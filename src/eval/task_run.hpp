@@ -14,7 +14,7 @@
 namespace megatron::eval {
 
 struct TaskSpec {
-  std::string task;  // perplexity, cloze, multiple-choice or classification
+  std::string task;  // perplexity, cloze, multiple-choice, classification or generation
   std::string data;
   std::string field = "text";
   ChoiceFields choice_fields;
@@ -22,7 +22,16 @@ struct TaskSpec {
   Windows windows = Windows::Both;
   int64_t num_fewshot = 0;
   std::string fewshot_data;  // empty: the task's own file
+  // generation: each prompt (source, for T5) and its reference answers (a string or a list of
+  // strings), the metrics on the greedy outputs, and the outputs' longest.
+  std::string prompt_field = "prompt";
+  std::string answer_field = "answer";
+  std::vector<std::string> metrics = {"exact_match", "f1"};
+  int64_t max_tokens = 32;
 };
+
+// "exact_match,f1" as a list, each checked to be exact_match, f1, bleu or chrf (UserError).
+std::vector<std::string> metrics_named(const std::string& names);
 
 // An eval.tasks entry with the flags' defaults where it says nothing.
 TaskSpec task_spec(const recipe::EvalTask& entry);
@@ -35,6 +44,7 @@ struct TaskInput {
   std::vector<Choice> questions;                      // multiple choice
   FewShot fewshot;
   std::shared_ptr<const data::ClassificationSet> labelled;  // classification
+  std::vector<GenerationExample> generation;          // generation
   int64_t samples() const;
 };
 

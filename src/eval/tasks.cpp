@@ -12,6 +12,13 @@ namespace {
 
 bool is_space(char c) { return std::string_view(" \t\n\r\v\f").find(c) != std::string_view::npos; }
 
+// np.argmax: the first of the largest.
+size_t argmax(const std::vector<double>& v) {
+  return size_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+}  // namespace
+
 // The mean of 0/1 values and its standard error (sample standard deviation / sqrt(n)), as
 // lm-evaluation-harness's mean_stderr.
 Metric mean_metric(const std::string& name, const std::vector<double>& values) {
@@ -24,13 +31,6 @@ Metric mean_metric(const std::string& name, const std::vector<double>& values) {
   const double sd = n > 1 ? std::sqrt(ss / (n - 1)) : 0.0;
   return {.name = name, .value = mean, .std_error = n > 0 ? sd / std::sqrt(n) : 0.0};
 }
-
-// np.argmax: the first of the largest.
-size_t argmax(const std::vector<double>& v) {
-  return size_t(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-}  // namespace
 
 int64_t code_points(const std::string& text) {
   int64_t n = 0;

@@ -24,6 +24,17 @@ struct Metric {
   bool higher_is_better = true;
 };
 
+// A generation task's sample: what the model was given, what it produced, what it should have.
+struct Generated {
+  std::string prompt;
+  std::string prediction;
+  std::vector<std::string> references;
+};
+
+// The mean of per-sample values and its standard error (sample standard deviation / sqrt(n)), as
+// lm-evaluation-harness's mean_stderr.
+Metric mean_metric(const std::string& name, const std::vector<double>& values);
+
 struct TaskResult {
   std::string task;
   std::string data;          // the task's file
@@ -33,6 +44,7 @@ struct TaskResult {
   // Each sample's lm-evaluation-harness requests, scored: a document's rolling log-likelihood
   // (perplexity), the last word (cloze), each choice (multiple choice).
   std::vector<std::vector<Score>> scores;
+  std::vector<Generated> generations;  // generation tasks
 };
 
 // Scores requests with the model (eval::score bound to it); `greedy`: whether the task reads
@@ -46,6 +58,8 @@ struct TaskSetup {
   ScoreFn score;
   // A fine-tuned classifier's answer for each labelled row (classification tasks).
   std::function<std::vector<int32_t>(const data::ClassificationSet&)> classify;
+  // The model's greedy output text for each prompt, at most max_tokens tokens (generation).
+  std::function<std::vector<std::string>(const std::vector<std::string>&, int64_t max_tokens)> generate;
 };
 
 // What perplexity scores: each document's tokens and its text (words and bytes are counted on

@@ -22,6 +22,10 @@ struct Batch {
   tensor::Tensor token_types;  // i32 [batch * seq] segment ids; undefined without token types
   // The padding mask: sequence b attends to its keys 0..key_lengths[b]-1 only. Empty: every key.
   std::vector<int64_t> key_lengths;
+  // Documents packed into a sequence (GPT with data.reset_attention_mask): for each row b * seq +
+  // t, the first position of its document, which is the first key it attends to. Empty: one
+  // document a sequence.
+  std::vector<int64_t> first_keys;
   // The binary head's target per sequence (BERT: 1 when the segments were swapped, else 0;
   // -1: none). Empty without a binary head.
   std::vector<int32_t> sentence_order;

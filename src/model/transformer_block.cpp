@@ -102,7 +102,8 @@ tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass,
           .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs),
           .head_offset = tp_.shard_begin(config_.heads),
           .total_heads = config_.heads,
-          .key_lengths = batch.key_lengths};
+          .key_lengths = batch.key_lengths,
+          .first_keys = batch.first_keys};
 }
 
 void TransformerBlock::core_forward(tensor::Backend& b, const Tensor& qkv, const Batch& batch,

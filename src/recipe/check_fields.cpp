@@ -5,6 +5,7 @@
 
 #include "core/printable.hpp"
 #include "recipe/checks.hpp"
+#include "recipe/enum_names.hpp"
 #include "recipe/schema.hpp"
 
 namespace megatron::recipe {
@@ -13,6 +14,55 @@ namespace {
 // libstdc++'s std::regex recurses once per character and overflows the stack on long text
 // (200,000 digits crash it); no valid split or time limit is anywhere near this long.
 bool fits_a_regex(const std::string& text) { return text.size() <= 256; }
+
+// The format of finetune.train_data decides which finetune keys act; a key of another format
+// (or any with no train_data) is refused rather than ignored.
+void check_finetune_format(const Recipe& r, const Locator& where) {
+  const FinetuneSection& ft = r.finetune;
+  // A full recipe (a checkpoint's, `recipe show`'s) writes every key out: only a value other
+  // than the default is one that would be ignored.
+  const FinetuneSection defaults;
+  struct Key {
+    const char* path;
+    bool acts;
+    bool changed;
+  };
+  const bool data = ft.train_data.has_value();
+  const bool classifier = data && is_classification(ft.format);
+  const bool jsonl = classifier && ft.format == FinetuneFormat::Jsonl;
+  const bool sft = data && ft.format == FinetuneFormat::Sft;
+  const bool chat = data && ft.format == FinetuneFormat::Chat;
+  const bool seq2seq = data && ft.format == FinetuneFormat::Seq2Seq;
+  for (const Key& key :
+       {Key{"finetune.text_field", jsonl, ft.text_field != defaults.text_field},
+        Key{"finetune.text_b_field", jsonl, ft.text_b_field.has_value()},
+        Key{"finetune.label_field", jsonl, ft.label_field != defaults.label_field},
+        Key{"finetune.labels", jsonl, !ft.labels.empty()},
+        Key{"finetune.prompt_field", sft, ft.prompt_field != defaults.prompt_field},
+        Key{"finetune.response_field", sft, ft.response_field != defaults.response_field},
+        Key{"finetune.messages_field", chat, ft.messages_field != defaults.messages_field},
+        Key{"finetune.chat_template", chat, ft.chat_template != defaults.chat_template},
+        Key{"finetune.pack", sft || chat, ft.pack != defaults.pack},
+        Key{"finetune.source_field", seq2seq, ft.source_field != defaults.source_field},
+        Key{"finetune.target_field", seq2seq, ft.target_field != defaults.target_field}}) {
+    if (!key.changed || key.acts) continue;
+    fail_at(where.at(key.path),
+            data ? fmt::format("{} is not read by finetune.format: {}; remove it or change the format",
+                               key.path, name_of(ft.format))
+                 : fmt::format("{} belongs to fine-tuning: set finetune.train_data too, or remove it",
+                               key.path));
+  }
+  if ((sft || chat) && r.model.arch != Arch::Gpt) {
+    fail_at(where.at("finetune.format"),
+            fmt::format("finetune.format: {} trains a gpt model's language-model head; for t5 use "
+                        "seq2seq, for bert a classifier (jsonl)",
+                        name_of(ft.format)));
+  }
+  if (seq2seq && r.model.arch != Arch::T5) {
+    fail_at(where.at("finetune.format"),
+            "finetune.format: seq2seq trains an encoder-decoder (arch: t5); for gpt use sft");
+  }
+}
 
 }  // namespace
 
@@ -48,10 +98,12 @@ void check_fields(const Recipe& r, const Locator& where) {
                 second + " or set the others to null");
   }
   const FinetuneSection& ft = r.finetune;
+  check_finetune_format(r, where);
   if (ft.train_data) {
-    if (r.model.arch == Arch::T5) {
+    if (r.model.arch == Arch::T5 && is_classification(ft.format)) {
       fail_at(where.at("finetune.train_data"),
-              "classification fine-tuning takes a gpt or bert model, not t5");
+              "classification fine-tuning takes a gpt or bert model, not t5 (t5 takes "
+              "finetune.format: seq2seq)");
     }
     if (!r.data.prefixes.empty() || r.data.mock) {
       fail_at(where.at(r.data.mock ? "data.mock" : "data.prefixes"),
@@ -61,7 +113,7 @@ void check_fields(const Recipe& r, const Locator& where) {
     if (ft.format == FinetuneFormat::Jsonl && ft.labels.size() < 2) {
       fail_at(where.at("finetune.labels"),
               "jsonl fine-tuning needs finetune.labels: the class names in id order, at least two "
-              "(e.g. [negative, positive])");
+              "(e.g. [negative, positive]); for instruction tuning set finetune.format: sft or chat");
     }
     for (size_t i = 0; i < ft.labels.size(); ++i) {
       for (size_t j = 0; j < i; ++j) {
@@ -127,6 +179,14 @@ void check_fields(const Recipe& r, const Locator& where) {
                                  std::pair{"data.vocab_extra_ids", r.data.vocab_extra_ids.has_value()}}) {
     if (set && m.arch == Arch::Gpt)
       fail_at(where.at(key), fmt::format("{} is only used by arch: bert and t5", key));
+  }
+  for (const auto& [key, set] : {std::pair{"data.reset_position_ids", r.data.reset_position_ids},
+                                 std::pair{"data.reset_attention_mask", r.data.reset_attention_mask},
+                                 std::pair{"data.eod_mask_loss", r.data.eod_mask_loss}}) {
+    if (set && m.arch != Arch::Gpt)
+      fail_at(where.at(key), fmt::format("{} is only used by arch: gpt (its documents are packed "
+                                         "into sequences; BERT and T5 samples hold one each)",
+                                         key));
   }
   if (m.position_embedding == PositionEmbedding::Relative && m.arch != Arch::T5)
     fail_at(where.at("model.position_embedding"),

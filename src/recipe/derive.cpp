@@ -52,10 +52,10 @@ class Deriver {
     recompute();
     schedule_lengths();
     const FinetuneSection& ft = r_.finetune;
-    d_.classes = !ft.train_data                          ? 0
-                 : ft.format == FinetuneFormat::Mnli ? 3
-                 : ft.format == FinetuneFormat::Qqp  ? 2
-                                                     : int64_t(ft.labels.size());
+    d_.classes = !ft.train_data || !is_classification(ft.format) ? 0
+                 : ft.format == FinetuneFormat::Mnli              ? 3
+                 : ft.format == FinetuneFormat::Qqp               ? 2
+                                                                  : int64_t(ft.labels.size());
     return d_;
   }
 

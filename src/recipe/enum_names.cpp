@@ -124,7 +124,15 @@ const std::vector<EnumName<Tokenizer>>& enum_names() {
 template <>
 const std::vector<EnumName<FinetuneFormat>>& enum_names() {
   static const std::vector<EnumName<FinetuneFormat>> names{
-      {FinetuneFormat::Jsonl, "jsonl"}, {FinetuneFormat::Mnli, "mnli"}, {FinetuneFormat::Qqp, "qqp"}};
+      {FinetuneFormat::Jsonl, "jsonl"}, {FinetuneFormat::Mnli, "mnli"}, {FinetuneFormat::Qqp, "qqp"},
+      {FinetuneFormat::Sft, "sft"},     {FinetuneFormat::Chat, "chat"}, {FinetuneFormat::Seq2Seq, "seq2seq"}};
+  return names;
+}
+
+template <>
+const std::vector<EnumName<ChatTemplate>>& enum_names() {
+  static const std::vector<EnumName<ChatTemplate>> names{{ChatTemplate::ChatMl, "chatml"},
+                                                         {ChatTemplate::Plain, "plain"}};
   return names;
 }
 

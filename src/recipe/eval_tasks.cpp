@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <ranges>
 
 #include "core/printable.hpp"
 #include "recipe/codec.hpp"
@@ -13,8 +14,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kTasks = {"perplexity", "cloze", "multiple-choice", "classification"};
+const std::vector<std::string> kTasks = {"perplexity", "cloze", "multiple-choice", "classification",
+                                         "generation"};
 const std::vector<std::string> kWindows = {"rolling", "megatron", "both"};
+const std::vector<std::string> kMetrics = {"exact_match", "f1", "bleu", "chrf"};
 
 // Each key and the tasks that take it (empty: every task).
 const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
@@ -28,6 +31,10 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kKeys = {
     {"gold_field", {"multiple-choice"}},
     {"num_fewshot", {"multiple-choice"}},
     {"fewshot_data", {"multiple-choice"}},
+    {"prompt_field", {"generation"}},
+    {"answer_field", {"generation"}},
+    {"metrics", {"generation"}},
+    {"max_tokens", {"generation"}},
 };
 
 // A nested value's own position in the file (an override keeps the override's).
@@ -80,7 +87,9 @@ EvalTask parse_task(const YAML::Node& item, const FieldSpec& spec, const Origin&
     return value;
   };
   EvalTask t;
-  if (!item["task"]) fail_at(at, where + ": no task: (perplexity, cloze, multiple-choice or classification)");
+  if (!item["task"]) {
+    fail_at(at, where + ": no task: (perplexity, cloze, multiple-choice, classification or generation)");
+  }
   t.task = one_of(item["task"], "task", kTasks);
   if (!item["data"]) fail_at(at, where + ": no data: (the task's file)");
   for (const auto& kv : item) {
@@ -107,6 +116,21 @@ EvalTask parse_task(const YAML::Node& item, const FieldSpec& spec, const Origin&
     if (key == "windows") t.windows = one_of(v, key, kWindows);
     if (key == "stride") t.stride = integer_of(v, key, 1, int64_t{1} << 30);
     if (key == "num_fewshot") t.num_fewshot = integer_of(v, key, 0, 1024);
+    if (key == "prompt_field") t.prompt_field = string_of(v, key);
+    if (key == "answer_field") t.answer_field = string_of(v, key);
+    if (key == "metrics") {
+      t.metrics = string_of(v, key);
+      for (const auto part : std::views::split(*t.metrics, ',')) {
+        const std::string name(part.begin(), part.end());
+        if (std::find(kMetrics.begin(), kMetrics.end(), name) == kMetrics.end()) {
+          fail_at(origin_at(v, outer), fmt::format("{}.metrics: '{}' is not one of {} (a comma-separated "
+                                                   "list, e.g. bleu,chrf){}",
+                                                   where, printable(name), fmt::join(kMetrics, ", "),
+                                                   did_you_mean(name, kMetrics)));
+        }
+      }
+    }
+    if (key == "max_tokens") t.max_tokens = integer_of(v, key, 1, 1 << 20);
   }
   return t;
 }
@@ -121,14 +145,21 @@ std::vector<EvalTask> parse_tasks(const YAML::Node& node, const FieldSpec& spec,
   return out;
 }
 
+// Inside a flow mapping a plain scalar may not hold a comma or a bracket: always double-quoted.
+std::string flow_scalar(const std::string& text) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << text;
+  return out.c_str();
+}
+
 std::string render_tasks(const std::vector<EvalTask>& tasks) {
   std::vector<std::string> items;
   for (const EvalTask& t : tasks) {
-    std::vector<std::string> kv = {"task: " + t.task, "data: " + codec::quote_scalar(t.data)};
+    std::vector<std::string> kv = {"task: " + t.task, "data: " + flow_scalar(t.data)};
     const auto add = [&](const char* key, const auto& value) {
       if (!value) return;
       if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
-        kv.push_back(std::string(key) + ": " + codec::quote_scalar(*value));
+        kv.push_back(std::string(key) + ": " + flow_scalar(*value));
       } else {
         kv.push_back(fmt::format("{}: {}", key, *value));
       }
@@ -141,6 +172,10 @@ std::string render_tasks(const std::vector<EvalTask>& tasks) {
     add("gold_field", t.gold_field);
     add("num_fewshot", t.num_fewshot);
     add("fewshot_data", t.fewshot_data);
+    add("prompt_field", t.prompt_field);
+    add("answer_field", t.answer_field);
+    add("metrics", t.metrics);
+    add("max_tokens", t.max_tokens);
     items.push_back("{" + fmt::format("{}", fmt::join(kv, ", ")) + "}");
   }
   return "[" + fmt::format("{}", fmt::join(items, ", ")) + "]";
@@ -155,9 +190,10 @@ FieldSpec eval_tasks_field() {
   f.path = "eval.tasks";
   f.kind = ValueKind::TaskList;
   f.doc = "Downstream tasks `megatron eval CHECKPOINT` runs when given no --task: each a mapping "
-          "of task (perplexity, cloze, multiple-choice or classification), data (its file, relative to the recipe) "
-          "and optionally the flags of `megatron eval` as keys (field, stride, windows, "
-          "context_field, choices_field, gold_field, num_fewshot, fewshot_data); docs/eval.md.";
+          "of task (perplexity, cloze, multiple-choice, classification or generation), data (its file, "
+          "relative to the recipe) and optionally the flags of `megatron eval` as keys (field, "
+          "stride, windows, context_field, choices_field, gold_field, num_fewshot, fewshot_data, "
+          "prompt_field, answer_field, metrics, max_tokens); docs/eval.md.";
   f.parse_into = [](const FieldSpec& spec, Recipe& r, const YAML::Node& node, const Origin& origin) {
     r.eval.tasks = parse_tasks(node, spec, origin);
   };

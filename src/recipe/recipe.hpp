@@ -24,7 +24,10 @@ enum class DeviceKind { Auto, Cpu, Cuda };
 enum class LogLevel { Trace, Debug, Info, Warn, Error };
 enum class Tokenizer { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
 // How classification fine-tuning data is laid out: jsonl rows, or Megatron's GLUE TSV readers.
-enum class FinetuneFormat { Jsonl, Mnli, Qqp };
+// Jsonl, Mnli, Qqp: labelled text for a classifier. Sft (prompt/response pairs) and Chat
+// (message lists): a GPT language model trained on the responses. Seq2Seq: T5 source/target.
+enum class FinetuneFormat { Jsonl, Mnli, Qqp, Sft, Chat, Seq2Seq };
+enum class ChatTemplate { ChatMl, Plain };
 
 struct ModelSection {
   Arch arch = Arch::Gpt;
@@ -122,6 +125,11 @@ struct DataSection {
   std::optional<std::string> tokenizer_model;
   int64_t num_workers = 2;
   bool mock = false;                             // synthetic tokens, no dataset needed
+  // GPT: documents packed into a sequence (Megatron's --reset-position-ids,
+  // --reset-attention-mask, --eod-mask-loss), each keyed on the end-of-document token.
+  bool reset_position_ids = false;               // positions restart after each end of document
+  bool reset_attention_mask = false;             // attention never crosses an end of document
+  bool eod_mask_loss = false;                    // the end-of-document token's loss is not counted
   // BERT's and T5's masked data (Megatron's --mask-prob, --short-seq-prob and the masking
   // settings of pretrain_bert.py / pretrain_t5.py); unset: those defaults. Only arch: bert and
   // t5 take them.
@@ -156,7 +164,8 @@ struct EvalTask {
   std::string task;  // perplexity, cloze or multiple-choice
   std::string data;
   std::optional<std::string> field, context_field, choices_field, gold_field, windows, fewshot_data;
-  std::optional<int64_t> stride, num_fewshot;
+  std::optional<std::string> prompt_field, answer_field, metrics;  // generation
+  std::optional<int64_t> stride, num_fewshot, max_tokens;
   bool operator==(const EvalTask&) const = default;
 };
 
@@ -166,8 +175,9 @@ struct EvalSection {
   std::vector<EvalTask> tasks;
 };
 
-// Classification fine-tuning (Megatron's tasks/): set train_data and the run trains a classifier
-// head (BERT: the pooler on [CLS]; GPT: the last token) instead of the language-model heads.
+// Fine-tuning: set train_data and the run trains on it. Classification (Megatron's tasks/) trains
+// a classifier head (BERT: the pooler on [CLS]; GPT: the last token) instead of the
+// language-model heads; sft and chat train GPT's head on responses only; seq2seq trains T5.
 struct FinetuneSection {
   std::optional<std::string> train_data;         // relative to the recipe
   std::optional<std::string> valid_data;
@@ -176,8 +186,19 @@ struct FinetuneSection {
   std::optional<std::string> text_b_field;       // sentence pairs
   std::string label_field = "label";
   std::vector<std::string> labels;               // class names in id order (jsonl)
+  std::string prompt_field = "prompt";           // sft
+  std::string response_field = "response";       // sft
+  std::string messages_field = "messages";       // chat
+  ChatTemplate chat_template = ChatTemplate::ChatMl;  // chat
+  std::string source_field = "source";           // seq2seq
+  std::string target_field = "target";           // seq2seq
+  bool pack = true;                              // sft, chat: several examples per sequence
   std::optional<std::string> pretrained;         // checkpoint whose weights start the run
 };
+
+constexpr bool is_classification(FinetuneFormat f) {
+  return f == FinetuneFormat::Jsonl || f == FinetuneFormat::Mnli || f == FinetuneFormat::Qqp;
+}
 
 struct ClusterSection {
   int64_t nodes = 1;

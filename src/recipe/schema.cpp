@@ -312,6 +312,14 @@ std::vector<FieldSpec> data_fields() {
       d("num_workers", &S::num_workers, "Data-loading threads per rank.",
         up_to(kMaxThreads, kNonNegative)),
       d("mock", &S::mock, "Train on synthetic tokens (no dataset needed)."),
+      d("reset_position_ids", &S::reset_position_ids,
+        "GPT: position ids restart at 0 after each end-of-document token (learned positions; "
+        "rotary positions need no reset under reset_attention_mask, see docs/finetune.md)."),
+      d("reset_attention_mask", &S::reset_attention_mask,
+        "GPT: a token attends only to tokens of its own document within the sequence (Megatron's "
+        "block-diagonal causal mask; no mask tensor is built)."),
+      d("eod_mask_loss", &S::eod_mask_loss,
+        "GPT: positions whose input is the end-of-document token are not scored."),
       d("mask_prob", &S::mask_prob, "BERT, T5: share of the tokens masked for the LM loss.",
         derived("0.15", {.min = 0, .max = 1, .min_exclusive = true})),
       d("short_seq_prob", &S::short_seq_prob,
@@ -378,13 +386,17 @@ std::vector<FieldSpec> other_fields() {
       return bind("finetune", &Recipe::finetune, key, member, std::move(doc), std::move(limits));
     };
     out.push_back(f("train_data", &S::train_data,
-                    "Labelled training text (relative to the recipe): setting it makes the run "
-                    "classification fine-tuning (docs/finetune.md).",
+                    "Fine-tuning data (relative to the recipe): setting it makes the run "
+                    "fine-tuning of the kind finetune.format names (docs/finetune.md).",
                     derived("no fine-tuning")));
-    out.push_back(f("valid_data", &S::valid_data, "Labelled validation text: accuracy at each eval.",
+    out.push_back(f("valid_data", &S::valid_data,
+                    "Validation data of the same format: loss (and accuracy for classifiers) at "
+                    "each eval.",
                     derived("no validation")));
     out.push_back(f("format", &S::format,
-                    "jsonl rows, or Megatron's GLUE TSV layouts mnli (3 classes) and qqp (2)."));
+                    "Classification: jsonl rows, or Megatron's GLUE TSV layouts mnli (3 classes) "
+                    "and qqp (2). sft: jsonl prompt/response pairs, chat: jsonl message lists "
+                    "(GPT, loss on responses only). seq2seq: jsonl source/target pairs (T5)."));
     out.push_back(f("text_field", &S::text_field, "jsonl: the field holding the text."));
     out.push_back(f("text_b_field", &S::text_b_field, "jsonl: the field holding a pair's second text.",
                     derived("single texts")));
@@ -392,6 +404,18 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(f("labels", &S::labels,
                     "jsonl: the class names in id order (required for jsonl; mnli and qqp name "
                     "their own)."));
+    out.push_back(f("prompt_field", &S::prompt_field, "sft: the field holding the prompt."));
+    out.push_back(f("response_field", &S::response_field, "sft: the field holding the response."));
+    out.push_back(f("messages_field", &S::messages_field,
+                    "chat: the field holding the list of {role, content} messages."));
+    out.push_back(f("chat_template", &S::chat_template,
+                    "chat: how turns become text: chatml (<|im_start|>role ... <|im_end|>) or "
+                    "plain (User: / Assistant: / System: lines)."));
+    out.push_back(f("source_field", &S::source_field, "seq2seq: the field holding the source text."));
+    out.push_back(f("target_field", &S::target_field, "seq2seq: the field holding the target text."));
+    out.push_back(f("pack", &S::pack,
+                    "sft, chat: pack several examples into each sequence, attention and positions "
+                    "kept within each example; false: one example per sequence, padded."));
     out.push_back(f("pretrained", &S::pretrained,
                     "Checkpoint whose weights start the run (any layout; its language-model heads "
                     "are left out, the classifier drawn fresh); checkpoint.load resumes instead.",

@@ -72,6 +72,11 @@ struct AttentionOptions {
   // The padding mask (BERT, T5): sequence b attends to its keys 0..key_lengths[b]-1 only (with
   // `causal`, also only to keys up to the query); each length in 1..seq. Empty: every key.
   std::vector<int64_t> key_lengths;
+  // Documents packed into one sequence (Megatron's reset_attention_mask): query row b * seq + i
+  // attends only to keys at or after first_keys[b * seq + i], the first position of its
+  // document, so attention never crosses a document boundary. Each entry lies in 0..i and they
+  // never decrease along a sequence. Empty: key 0 for every query. The flash ops only.
+  std::vector<int64_t> first_keys;
   // Materialised attention only (cross_attention_*): an additive f32 score bias shared by every
   // sequence of the batch (T5's relative positions): score(b, h, i, j) += bias[(i * kv_seq + j) *
   // bias_columns + bias_offset + h] for local head h. Null: none. The flash ops

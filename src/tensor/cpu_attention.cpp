@@ -148,18 +148,39 @@ struct Layout {
   int64_t query_column(int64_t head) const { return shape.query_column(head); }
   int64_t key_column(int64_t group) const { return shape.key_column(group); }
   int64_t value_column(int64_t group) const { return shape.value_column(group); }
-  // Columns j0.. of query row i that are attended to, when the sequence's first `keys` keys
-  // are: a prefix of the block (none for rows past the sequence).
-  int64_t valid_columns(int64_t i, int64_t j0, bool causal, int64_t keys) const {
-    if (i >= seq) return 0;
+  // Columns [lo, hi) of the block starting at key j0 that query row i attends to, when the
+  // sequence's first `keys` keys are and the row's document starts at key `first` (empty for
+  // rows past the sequence).
+  struct Columns {
+    int64_t lo = 0, hi = 0;
+    bool empty() const { return lo >= hi; }
+  };
+  Columns valid_columns(int64_t i, int64_t j0, bool causal, int64_t keys, int64_t first) const {
+    if (i >= seq) return {};
     const int64_t end = std::min(causal ? i + 1 : seq, keys);
-    return std::clamp<int64_t>(end - j0, 0, kBlock);
+    const int64_t hi = std::clamp<int64_t>(end - j0, 0, kBlock);
+    return {std::clamp<int64_t>(first - j0, 0, hi), hi};
   }
   // Key blocks query block qb reads: through the diagonal when causal, and none past `keys`.
   int64_t key_blocks(int64_t qb, bool causal, int64_t keys) const {
     return std::min(causal ? qb + 1 : blocks, (keys + kBlock - 1) / kBlock);
   }
 };
+
+// Where each query row's document starts (AttentionOptions::first_keys): all zero without
+// packed documents.
+struct FirstKeys {
+  const int64_t* row = nullptr;  // the sequence's first entry; null: every row starts at 0
+  int64_t operator()(int64_t i, int64_t seq) const { return row && i < seq ? row[i] : 0; }
+  // The first key block any row of query block qb reads (entries never decrease along a row).
+  int64_t first_block(int64_t qb, int64_t seq) const {
+    return (*this)(std::min(qb * kBlock, seq - 1), seq) / kBlock;
+  }
+};
+
+FirstKeys first_keys_of(const AttentionOptions& o, const AttentionShape& s, int64_t b) {
+  return {o.first_keys.empty() ? nullptr : o.first_keys.data() + b * s.seq};
+}
 
 void check_shape(const AttentionShape& s, const char* op) {
   cpu::require(s.batch >= 0 && s.seq >= 0 && s.head_dim > 0 && s.groups > 0 && s.heads > 0 &&
@@ -180,6 +201,23 @@ void check_key_lengths(const AttentionShape& s, const AttentionOptions& o, const
 
 int64_t keys_of(const AttentionOptions& o, const AttentionShape& s, int64_t b) {
   return o.key_lengths.empty() ? s.seq : o.key_lengths[size_t(b)];
+}
+
+void check_first_keys(const AttentionShape& s, const AttentionOptions& o, const char* op) {
+  if (o.first_keys.empty()) return;
+  cpu::require(int64_t(o.first_keys.size()) == s.batch * s.seq, op,
+               "first_keys has " + std::to_string(o.first_keys.size()) + " entries for " +
+                   std::to_string(s.batch * s.seq) + " query rows");
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t i = 0; i < s.seq; ++i) {
+      const int64_t first = o.first_keys[size_t(b * s.seq + i)];
+      const int64_t before = i == 0 ? 0 : o.first_keys[size_t(b * s.seq + i - 1)];
+      cpu::require(first >= before && first <= i, op,
+                   "first_keys of row " + std::to_string(i) + " of sequence " + std::to_string(b) +
+                       " is " + std::to_string(first) +
+                       ": each must lie in 0..row and never decrease along a sequence");
+    }
+  }
 }
 
 // Asks for row t + kAhead of a head's slice while row t is copied: rows are a whole qkv row
@@ -268,7 +306,7 @@ struct ForwardScratch {
 // One head: o = softmax(scale * q k^T) v (rows normalised) and lse [seq], by query blocks with
 // an online softmax over key blocks.
 void forward_head(const Layout& l, const AttentionOptions& options, int64_t keys,
-                  const Dropout& dropout, ForwardScratch& ws, float* lse) {
+                  const FirstKeys& first, const Dropout& dropout, ForwardScratch& ws, float* lse) {
   const int64_t dp = l.dim_pad;
   const float scale = options.scale;
   float* s = ws.s.get();
@@ -280,25 +318,27 @@ void forward_head(const Layout& l, const AttentionOptions& options, int64_t keys
     std::fill(row_max, row_max + kBlock, -std::numeric_limits<float>::infinity());
     std::fill(row_sum, row_sum + kBlock, 0.0f);
     // Causal: key blocks past the diagonal one are fully masked; so are those past the keys.
+    // and blocks wholly before the documents of the block's rows.
     const int64_t kb_end = l.key_blocks(qb, options.causal, keys);
-    for (int64_t kb = 0; kb < kb_end; ++kb) {
+    for (int64_t kb = first.first_block(qb, l.seq); kb < kb_end; ++kb) {
       const int64_t j0 = kb * kBlock;
       block_product(kBlock, kBlock, dp, ws.q.get() + i0 * dp, dp, 1, ws.kt.get() + j0, l.seq_pad, s,
                     kBlock, false);
       for (int64_t r = 0; r < kBlock; ++r) {
         float* srow = s + r * kBlock;
-        const int64_t valid = l.valid_columns(i0 + r, j0, options.causal, keys);
-        if (valid == 0) {
+        const auto [lo, valid] =
+            l.valid_columns(i0 + r, j0, options.causal, keys, first(i0 + r, l.seq));
+        if (lo >= valid) {
           std::fill(srow, srow + kBlock, 0.0f);
           continue;
         }
 #pragma omp simd
         for (int64_t c = 0; c < kBlock; ++c) srow[c] *= scale;
-        const float new_max = cpu::max_of(srow, valid, row_max[r]);
+        const float new_max = cpu::max_of(srow + lo, valid - lo, row_max[r]);
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
         for (int64_t c = 0; c < kBlock; ++c) {
-          const float p = c < valid ? cpu::fast_exp(srow[c] - new_max) : 0.0f;
+          const float p = c >= lo && c < valid ? cpu::fast_exp(srow[c] - new_max) : 0.0f;
           srow[c] = p;
           sum += p;
         }
@@ -351,7 +391,7 @@ struct BackwardScratch {
 // One query head's contribution: dq overwritten, dk and dv (of its group) accumulated. P is
 // recomputed from lse block by block; delta_i = rowsum(dO_i * O_i) = rowsum(P_i * dP_i).
 void backward_head(const Layout& l, const AttentionOptions& options, int64_t keys,
-                   const Dropout& dropout, BackwardScratch& ws) {
+                   const FirstKeys& first, const Dropout& dropout, BackwardScratch& ws) {
   const int64_t dp = l.dim_pad;
   const float scale = options.scale;
   float* s = ws.s.get();
@@ -364,7 +404,7 @@ void backward_head(const Layout& l, const AttentionOptions& options, int64_t key
     const float* dout = ws.dout.get() + i0 * dp;
     float* dq = ws.dq.get() + i0 * dp;
     const int64_t kb_end = l.key_blocks(qb, options.causal, keys);
-    for (int64_t kb = 0; kb < kb_end; ++kb) {
+    for (int64_t kb = first.first_block(qb, l.seq); kb < kb_end; ++kb) {
       const int64_t j0 = kb * kBlock;
       block_product(kBlock, kBlock, dp, q, dp, 1, ws.kt.get() + j0, l.seq_pad, s, kBlock, false);
       block_product(kBlock, kBlock, dp, dout, dp, 1, ws.vt.get() + j0, l.seq_pad, dpb, kBlock,
@@ -373,8 +413,8 @@ void backward_head(const Layout& l, const AttentionOptions& options, int64_t key
         float* srow = s + r * kBlock;
         float* dprow = dpb + r * kBlock;
         const int64_t i = i0 + r;
-        const int64_t valid = l.valid_columns(i, j0, options.causal, keys);
-        if (valid == 0) {
+        const auto [lo, valid] = l.valid_columns(i, j0, options.causal, keys, first(i, l.seq));
+        if (lo >= valid) {
           std::fill(srow, srow + kBlock, 0.0f);
           std::fill(dprow, dprow + kBlock, 0.0f);
           continue;
@@ -391,7 +431,7 @@ void backward_head(const Layout& l, const AttentionOptions& options, int64_t key
         // (for dQ and dK, both of which carry the scale of the scores).
 #pragma omp simd
         for (int64_t c = 0; c < kBlock; ++c) {
-          const float p = c < valid ? cpu::fast_exp(srow[c] * scale - lse) : 0.0f;
+          const float p = c >= lo && c < valid ? cpu::fast_exp(srow[c] * scale - lse) : 0.0f;
           dprow[c] = p * (dprow[c] * factor[c] - delta) * scale;
           srow[c] = p * factor[c];
         }
@@ -489,6 +529,7 @@ void CpuBackend::attention_forward(const Tensor& qkv, const AttentionShape& shap
   check_dropout(options.dropout, op);
   check_no_bias(options, op);
   check_key_lengths(shape, options, op);
+  check_first_keys(shape, options, op);
   const Layout l(shape);
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,
                "qkv " + to_string(qkv.shape()) + " does not match the shape");
@@ -515,7 +556,8 @@ void CpuBackend::attention_forward(const Tensor& qkv, const AttentionShape& shap
                             .key = options.rng,
                             .head_base = head_base(options, l, b, h),
                             .seq = l.seq};
-      forward_head(l, options, keys_of(options, shape, b), dropout, ws, lse_data + unit * l.seq);
+      forward_head(l, options, keys_of(options, shape, b), first_keys_of(options, shape, b), dropout,
+                   ws, lse_data + unit * l.seq);
       scatter(ws.o.get(), l.dim_pad, l.seq, l.dim, out, row0, l.heads * l.dim, h * l.dim);
     }
   }
@@ -529,6 +571,7 @@ void CpuBackend::attention_backward(const Tensor& qkv, const Tensor& out, const 
   check_dropout(options.dropout, op);
   check_no_bias(options, op);
   check_key_lengths(shape, options, op);
+  check_first_keys(shape, options, op);
   const Layout l(shape);
   cpu::require(qkv.numel() == l.batch * l.seq * l.width, op,
                "qkv " + to_string(qkv.shape()) + " does not match the shape");
@@ -576,7 +619,8 @@ void CpuBackend::attention_backward(const Tensor& qkv, const Tensor& out, const 
                               .key = options.rng,
                               .head_base = head_base(options, l, b, h),
                               .seq = l.seq};
-        backward_head(l, options, keys_of(options, shape, b), dropout, ws);
+        backward_head(l, options, keys_of(options, shape, b), first_keys_of(options, shape, b),
+                      dropout, ws);
         scatter(ws.dq.get(), l.dim_pad, l.seq, l.dim, dqkv, row0, l.width, l.query_column(h));
       }
       scatter(ws.dk.get(), l.dim_pad, l.seq, l.dim, dqkv, row0, l.width, l.key_column(g));

@@ -76,6 +76,9 @@ void check_options(const CrossAttentionShape& s, const AttentionOptions& o, cons
                  "options.bias " + to_string(bias.shape()) + " is not [q_seq, kv_seq, " +
                      std::to_string(o.bias_columns) + "]");
   }
+  cpu::require(o.first_keys.empty(), op,
+               "takes no packed documents (options.first_keys): use attention_forward and "
+               "_backward");
   if (o.key_lengths.empty()) return;
   cpu::require(int64_t(o.key_lengths.size()) == s.batch, op,
                "key_lengths has " + std::to_string(o.key_lengths.size()) +

@@ -11,8 +11,14 @@ namespace megatron::train {
 HostBatch assemble_batch(const data::SampleSource& source, int64_t first, int64_t count,
                          const BatchSpec& spec) {
   HostBatch out{.batch = count};
+  // Each sample's document starts, as first keys per row; made for the whole batch only when
+  // some sample packs several documents.
+  std::vector<std::vector<int32_t>> starts;
+  bool documents = false;
   for (int64_t i = first; i < first + count; ++i) {
     data::Sample s = source.sample(i % source.size());
+    documents = documents || s.document_starts.size() > 1;
+    starts.push_back(std::move(s.document_starts));
     out.seq = static_cast<int64_t>(s.tokens.size());
     out.decoder_seq = static_cast<int64_t>(s.decoder_tokens.size());
     if (spec.decoder != !s.decoder_tokens.empty() ||
@@ -43,6 +49,17 @@ HostBatch assemble_batch(const data::SampleSource& source, int64_t first, int64_
     if (spec.sentence_order) out.sentence_order.push_back(s.sentence_order);
     if (spec.valid_lengths) out.valid_lengths.push_back(valid);
   }
+  if (documents) {
+    out.first_keys.reserve(size_t(count * out.seq));
+    for (const std::vector<int32_t>& doc : starts) {
+      int64_t current = 0;
+      size_t next = 0;
+      for (int64_t t = 0; t < out.seq; ++t) {
+        while (next < doc.size() && doc[next] <= t) current = doc[next++];
+        out.first_keys.push_back(current);
+      }
+    }
+  }
   return out;
 }
 
@@ -50,6 +67,7 @@ model::Batch upload_batch(tensor::Backend& backend, const HostBatch& host, const
   model::Batch out{.batch = host.batch,
                    .seq = host.seq,
                    .key_lengths = host.key_lengths,
+                   .first_keys = host.first_keys,
                    .sentence_order = host.sentence_order,
                    .valid_lengths = host.valid_lengths};
   const tensor::Shape shape{host.batch * host.seq};

@@ -20,6 +20,7 @@ struct HostBatch {
   std::vector<int32_t> decoder_tokens;  // T5
   std::vector<float> loss_mask;
   std::vector<int64_t> key_lengths, valid_lengths;
+  std::vector<int64_t> first_keys;  // empty unless a sample has packed documents
   std::vector<int32_t> sentence_order;
 };
 

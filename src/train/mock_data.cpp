@@ -35,8 +35,9 @@ double unit(uint32_t word) { return word / 4294967296.0; }
 }  // namespace
 
 MockGptSource::MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split,
-                             int64_t size)
-    : seq_length_(seq_length), vocab_size_(vocab_size), seed_(seed), split_(split), size_(size) {
+                             int64_t size, data::GptSampleOptions documents)
+    : seq_length_(seq_length), vocab_size_(vocab_size), seed_(seed), split_(split), size_(size),
+      documents_(documents) {
   // The permutation belongs to the seed, not the split: validation tests the same map.
   std::tie(multiplier_, offset_) = affine_map(seed, uint64_t(vocab_size));
 }
@@ -45,13 +46,16 @@ data::Sample MockGptSource::sample(int64_t i) const {
   const uint64_t v = uint64_t(vocab_size_);
   std::vector<int32_t> window(static_cast<size_t>(seq_length_ + 1));
   const uint64_t stream = (uint64_t(split_) << 48) ^ uint64_t(i);
+  const bool documents =
+      documents_.reset_attention_mask || documents_.reset_position_ids || documents_.eod_mask_loss;
   uint64_t token = 0;
   for (size_t t = 0; t < window.size(); ++t) {
     const auto w = words(seed_, stream, t);
-    token = (t == 0 || w[0] % kJumpOneIn == 0) ? w[1] % v : (multiplier_ * token + offset_) % v;
-    window[t] = static_cast<int32_t>(token);
+    const bool jump = t == 0 || w[0] % kJumpOneIn == 0;
+    token = jump ? w[1] % v : (multiplier_ * token + offset_) % v;
+    window[t] = documents && jump && t > 0 ? documents_.eod_token : static_cast<int32_t>(token);
   }
-  return data::make_gpt_sample(window, {});
+  return data::make_gpt_sample(window, documents_);
 }
 
 MockBertSource::MockBertSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split,

@@ -2,7 +2,8 @@
 // permutation (t -> a t + b mod V, a coprime to V), jumping to a random token about every 16
 // steps. A model learns the map within tens of iterations, so the loss falls well below log(V)
 // without any dataset on disk. Sample i is a pure function of (seed, split, i). GPT reads the
-// walk as it is; BERT gets it as two segments, masked as Megatron masks.
+// walk as it is (with packed-document options, each jump is an end-of-document token); BERT gets
+// it as two segments, masked as Megatron masks.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,10 @@ namespace megatron::train {
 class MockGptSource final : public data::SampleSource {
  public:
   // split: 0 train, 1 validation, 2 test (different walks for each).
-  MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split, int64_t size);
+  // documents: the data.reset_* / eod_mask_loss switches; when any is on, the token at each
+  // jump is documents.eod_token, so that the walk is a run of short documents.
+  MockGptSource(int64_t seq_length, int64_t vocab_size, uint64_t seed, int split, int64_t size,
+                data::GptSampleOptions documents = {});
   int64_t size() const override { return size_; }
   data::Sample sample(int64_t i) const override;
 
@@ -24,6 +28,7 @@ class MockGptSource final : public data::SampleSource {
   int split_;
   int64_t size_;
   uint64_t multiplier_ = 1, offset_ = 0;
+  data::GptSampleOptions documents_;
 };
 
 // BERT-shaped: [CLS] A [SEP] B [SEP] and padding, A and B consecutive stretches of one walk

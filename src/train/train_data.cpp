@@ -10,6 +10,8 @@
 #include "data/bert_dataset.hpp"
 #include "data/classification_data.hpp"
 #include "data/gpt_dataset_builder.hpp"
+#include "data/seq2seq_data.hpp"
+#include "data/sft_data.hpp"
 #include "data/t5_dataset.hpp"
 #include "data/tokenizer.hpp"
 #include "data/wordpiece_extras.hpp"
@@ -63,12 +65,10 @@ std::string no_data_message(const recipe::Recipe& r) {
       tokenizer, bert ? "sentence" : "document", bert ? "" : " (or set data.mock=true for random tokens)");
 }
 
-// Classification fine-tuning: the labelled files as samples, the training rows shuffled each
-// epoch from training.seed, the validation rows in order.
-TrainData classification_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
-                              int64_t valid_samples) {
+// The tokenizer fine-tuning text is encoded with (its files are required), checked to fit the
+// model's vocabulary.
+std::shared_ptr<const data::Tokenizer> finetune_tokenizer(const recipe::CompiledRecipe& compiled) {
   const recipe::Recipe& r = compiled.recipe;
-  const recipe::FinetuneSection& ft = r.finetune;
   data::TokenizerFiles files;
   if (r.data.vocab_file) files.vocab_file = relative_to(compiled, *r.data.vocab_file);
   if (r.data.merge_file) files.merge_file = relative_to(compiled, *r.data.merge_file);
@@ -77,11 +77,21 @@ TrainData classification_data(const recipe::CompiledRecipe& compiled, int64_t tr
     throw UserError(compiled.file + ": finetune: the tokenizer's files are not named: set data.vocab_file "
                                     "(and data.merge_file for gpt2-bpe, or data.tokenizer_model)");
   }
-  const std::shared_ptr<const data::Tokenizer> tokenizer = data::make_tokenizer(r.data.tokenizer, files);
+  std::shared_ptr<const data::Tokenizer> tokenizer = data::make_tokenizer(r.data.tokenizer, files);
   if (tokenizer->vocab_size() > r.model.vocab_size) {
     throw UserError(fmt::format("{}: the tokenizer has {} tokens but model.vocab_size is {}",
                                 compiled.file, tokenizer->vocab_size(), r.model.vocab_size));
   }
+  return tokenizer;
+}
+
+// Classification fine-tuning: the labelled files as samples, the training rows shuffled each
+// epoch from training.seed, the validation rows in order.
+TrainData classification_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
+                              int64_t valid_samples) {
+  const recipe::Recipe& r = compiled.recipe;
+  const recipe::FinetuneSection& ft = r.finetune;
+  const std::shared_ptr<const data::Tokenizer> tokenizer = finetune_tokenizer(compiled);
   const auto read = [&](const std::string& path) {
     const std::string file = relative_to(compiled, path);
     if (ft.format == recipe::FinetuneFormat::Jsonl) {
@@ -105,6 +115,84 @@ TrainData classification_data(const recipe::CompiledRecipe& compiled, int64_t tr
     out.valid = std::make_shared<data::ClassificationSource>(valid, tokenizer, r.data.seq_length, bert, 0,
                                                              std::max<int64_t>(valid_samples, 1), false);
     out.description += fmt::format("; validation {} ({} rows)", *ft.valid_data, valid->rows.size());
+  }
+  return out;
+}
+
+// Instruction tuning (sft, chat): the examples tokenised once, the training ones shuffled each
+// epoch from training.seed and packed (or one a sequence), the validation ones in order.
+TrainData instruction_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
+                           int64_t valid_samples) {
+  const recipe::Recipe& r = compiled.recipe;
+  const recipe::FinetuneSection& ft = r.finetune;
+  const auto tokenizer = finetune_tokenizer(compiled);
+  const auto eod = tokenizer->special_tokens().eod;
+  if (!eod) {
+    throw UserError(compiled.file + ": instruction tuning ends every example with the tokenizer's "
+                                    "end-of-document token, and this tokenizer has none");
+  }
+  const data::SftFields fields{.prompt = ft.prompt_field, .response = ft.response_field,
+                               .messages = ft.messages_field};
+  const data::ChatTemplate chat_template =
+      ft.chat_template == recipe::ChatTemplate::ChatMl ? data::ChatTemplate::ChatMl : data::ChatTemplate::Plain;
+  const auto read = [&](const std::string& path) {
+    const std::string file = relative_to(compiled, path);
+    const std::vector<data::SftExample> examples =
+        ft.format == recipe::FinetuneFormat::Sft ? data::read_prompt_response_jsonl(file, fields)
+                                                 : data::read_chat_jsonl(file, fields, chat_template);
+    std::vector<data::TokenizedExample> out;
+    for (const data::SftExample& e : examples) out.push_back(data::tokenize_example(e, *tokenizer, *eod));
+    return out;
+  };
+  const auto describe = [](const std::string& path, const data::SftSource& s) {
+    const data::SftStats& st = s.stats();
+    return fmt::format("{} ({} examples, {} tokens of which {} scored, {} sequences an epoch{}{})", path,
+                       st.examples, st.tokens, st.scored_tokens, s.samples_per_epoch(),
+                       st.cut ? fmt::format(", {} cut to data.seq_length + 1 tokens", st.cut) : "",
+                       st.unscored ? fmt::format(", {} with nothing left to score", st.unscored) : "");
+  };
+  const auto train = std::make_shared<data::SftSource>(read(*ft.train_data), r.data.seq_length, ft.pack,
+                                                       uint64_t(r.training.seed),
+                                                       std::max<int64_t>(train_samples, 1), true, *eod);
+  TrainData out{.train = train, .description = describe(*ft.train_data, *train)};
+  if (ft.valid_data) {
+    const auto valid = std::make_shared<data::SftSource>(read(*ft.valid_data), r.data.seq_length, ft.pack, 0,
+                                                         std::max<int64_t>(valid_samples, 1), false, *eod);
+    out.valid = valid;
+    out.description += "; validation " + describe(*ft.valid_data, *valid);
+  }
+  return out;
+}
+
+// Sequence-to-sequence fine-tuning (T5): source/target pairs, the training ones shuffled each
+// epoch from training.seed, the validation ones in order.
+TrainData seq2seq_data(const recipe::CompiledRecipe& compiled, int64_t train_samples, int64_t valid_samples) {
+  const recipe::Recipe& r = compiled.recipe;
+  const recipe::FinetuneSection& ft = r.finetune;
+  const auto tokenizer = finetune_tokenizer(compiled);
+  const data::WordPieceExtras extras = data::wordpiece_extras(*tokenizer, compiled.derived.vocab_extra_ids);
+  const data::Seq2SeqTokens tokens{.bos = extras.bos, .eos = extras.eos,
+                                   .pad = tokenizer->special_tokens().pad.value_or(0)};
+  const data::Seq2SeqFields fields{.source = ft.source_field, .target = ft.target_field};
+  const int64_t decoder = compiled.derived.decoder_seq_length;
+  const auto make = [&](const std::string& path, uint64_t seed, int64_t size, bool shuffle) {
+    return std::make_shared<data::Seq2SeqSource>(data::read_seq2seq_jsonl(relative_to(compiled, path), fields),
+                                                 *tokenizer, tokens, r.data.seq_length, decoder, seed,
+                                                 std::max<int64_t>(size, 1), shuffle);
+  };
+  const auto describe = [](const std::string& path, const data::Seq2SeqSource& s) {
+    const data::Seq2SeqStats& st = s.stats();
+    return fmt::format("{} ({} pairs{}{})", path, st.pairs,
+                       st.cut_sources ? fmt::format(", {} sources cut to data.seq_length", st.cut_sources) : "",
+                       st.cut_targets ? fmt::format(", {} targets cut to data.decoder_seq_length", st.cut_targets)
+                                      : "");
+  };
+  const auto train = make(*ft.train_data, uint64_t(r.training.seed), train_samples, true);
+  TrainData out{.train = train, .description = describe(*ft.train_data, *train)};
+  if (ft.valid_data) {
+    const auto valid = make(*ft.valid_data, 0, valid_samples, false);
+    out.valid = valid;
+    out.description += "; validation " + describe(*ft.valid_data, *valid);
   }
   return out;
 }
@@ -220,10 +308,53 @@ data::DatasetFactory t5_factory(const recipe::CompiledRecipe& compiled) {
 
 }  // namespace
 
+int32_t end_of_document(const recipe::CompiledRecipe& compiled) {
+  const recipe::Recipe& r = compiled.recipe;
+  // Mock data ends its documents with the last id, whatever tokenizer the recipe names.
+  if (r.data.mock) return int32_t(r.model.vocab_size - 1);
+  if (r.data.vocab_file || r.data.tokenizer_model) {
+    data::TokenizerFiles files;
+    if (r.data.vocab_file) files.vocab_file = relative_to(compiled, *r.data.vocab_file);
+    if (r.data.merge_file) files.merge_file = relative_to(compiled, *r.data.merge_file);
+    if (r.data.tokenizer_model) files.tokenizer_model = relative_to(compiled, *r.data.tokenizer_model);
+    const auto tokenizer = data::make_tokenizer(r.data.tokenizer, files);
+    if (const auto eod = tokenizer->special_tokens().eod) return *eod;
+    throw UserError(compiled.file + ": the tokenizer of data.vocab_file / data.tokenizer_model has "
+                                    "no end-of-document token");
+  }
+  if (r.data.tokenizer == recipe::Tokenizer::Gpt2Bpe) return kGpt2EndOfText;
+  throw UserError(compiled.file + ": data.vocab_file or data.tokenizer_model: the end-of-document "
+                                  "id is the tokenizer's; name its files");
+}
+
+data::GptSampleOptions document_options(const recipe::CompiledRecipe& compiled) {
+  const recipe::DataSection& d = compiled.recipe.data;
+  if (!d.reset_position_ids && !d.reset_attention_mask && !d.eod_mask_loss) return {};
+  const int32_t eod = end_of_document(compiled);
+  if (eod < 0 || eod >= compiled.recipe.model.vocab_size) {
+    throw UserError(fmt::format("{}: the end-of-document id {} is outside model.vocab_size {}",
+                                compiled.file, eod, compiled.recipe.model.vocab_size));
+  }
+  return {.eod_token = eod,
+          .eod_mask_loss = d.eod_mask_loss,
+          .reset_position_ids = d.reset_position_ids,
+          .reset_attention_mask = d.reset_attention_mask};
+}
+
 TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_samples,
                           int64_t valid_samples) {
   const recipe::Recipe& r = compiled.recipe;
-  if (r.finetune.train_data) return classification_data(compiled, train_samples, valid_samples);
+  if (r.finetune.train_data) {
+    switch (r.finetune.format) {
+      case recipe::FinetuneFormat::Sft:
+      case recipe::FinetuneFormat::Chat:
+        return instruction_data(compiled, train_samples, valid_samples);
+      case recipe::FinetuneFormat::Seq2Seq:
+        return seq2seq_data(compiled, train_samples, valid_samples);
+      default:
+        return classification_data(compiled, train_samples, valid_samples);
+    }
+  }
   const int64_t vocab = r.model.vocab_size;
   const bool bert = r.model.arch == recipe::Arch::Bert;
   if (r.data.mock && bert) {
@@ -247,11 +378,12 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
                                                      r.training.seed, 1, valid_samples),
             .description = "mock (random phrases with masked spans)"};
   }
+  const data::GptSampleOptions documents = document_options(compiled);
   if (r.data.mock) {
     return {.train = std::make_shared<MockGptSource>(r.data.seq_length, vocab, r.training.seed, 0,
-                                                      train_samples),
+                                                      train_samples, documents),
             .valid = std::make_shared<MockGptSource>(r.data.seq_length, vocab, r.training.seed, 1,
-                                                      valid_samples),
+                                                      valid_samples, documents),
             .description = "mock (repeated random phrases)"};
   }
   if (r.data.prefixes.empty()) throw UserError(compiled.file + ": " + no_data_message(r));
@@ -264,7 +396,8 @@ TrainData load_train_data(const recipe::CompiledRecipe& compiled, int64_t train_
     description += (description.empty() ? "" : ", ") + spec.prefixes.back();
   }
   data::GptDatasetConfig config{.seq_length = r.data.seq_length,
-                                .seed = static_cast<uint64_t>(r.training.seed)};
+                                .seed = static_cast<uint64_t>(r.training.seed),
+                                .sample = documents};
   const bool t5 = r.model.arch == recipe::Arch::T5;
   auto splits = bert ? data::build_datasets(spec, {train_samples, valid_samples, 0},
                                             bert_factory(compiled))

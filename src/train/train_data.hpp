@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "data/gpt_sample.hpp"
 #include "data/sample.hpp"
 #include "model/batch.hpp"
 #include "model/model_config.hpp"
@@ -31,6 +32,13 @@ std::string relative_to(const recipe::CompiledRecipe& compiled, const std::strin
 // The recipe with every file it names (datasets, tokenizer files, fine-tuning data) made
 // absolute: what a checkpoint stores, so that evaluating or resuming it elsewhere finds them.
 recipe::CompiledRecipe with_absolute_paths(recipe::CompiledRecipe compiled);
+
+// The id that ends a document: the tokenizer's when its files are named, GPT-2's <|endoftext|>
+// (50256) for gpt2-bpe data without them, the last id for mock data. UserError when unknown.
+int32_t end_of_document(const recipe::CompiledRecipe& compiled);
+constexpr int32_t kGpt2EndOfText = 50256;
+// The data.reset_position_ids / reset_attention_mask / eod_mask_loss switches with that id.
+data::GptSampleOptions document_options(const recipe::CompiledRecipe& compiled);
 
 // What the model reads from a micro-batch besides tokens, labels, mask and positions.
 struct BatchSpec {

@@ -118,6 +118,20 @@ TEST(ParallelRun, ALlamaShapedModelUnderTensorPipelineAndSequenceParallelMatches
                   kF32Tolerance);
 }
 
+// Packed documents (the mock walk ends a document at each jump, about every 16 tokens): the
+// block-diagonal attention, restarted positions and unscored end-of-document tokens under
+// tensor, pipeline, sequence and data parallelism with the distributed optimizer and dropout.
+TEST(ParallelRun, PackedDocumentsUnderEveryKindOfParallelismMatchOneProcess) {
+  const std::string packed =
+      "data.reset_attention_mask=true data.reset_position_ids=true data.eod_mask_loss=true " +
+      kDropout;
+  expect_same_run(reference(packed),
+                  train(8, packed + "parallel.tensor=2 parallel.pipeline=2 "
+                                    "parallel.sequence_parallel=true "
+                                    "parallel.distributed_optimizer=true"),
+                  kF32Tolerance);
+}
+
 TEST(ParallelRun, AllForwardAllBackwardWithDataParallelGradientAccumulationMatchesOneProcess) {
   // 2 data-parallel ranks x 2 stages, 2 micro-batches per rank accumulated before the reduction.
   expect_same_run(reference(""),

@@ -40,6 +40,7 @@ struct Case {
   int64_t head_offset = 0;
   int64_t total_heads = 0;
   std::vector<int64_t> key_lengths;  // the padding mask; empty: none
+  std::vector<int64_t> first_keys;   // packed documents; empty: none
 };
 
 std::string describe(const Case& c) {
@@ -49,7 +50,8 @@ std::string describe(const Case& c) {
          std::to_string(s.head_dim) + ", " + std::string(tensor::name(c.dtype)) +
          (c.causal ? ", causal" : ", unmasked") + ", dropout " + std::to_string(c.dropout) +
          ", head_offset " + std::to_string(c.head_offset) + "/" + std::to_string(c.total_heads) +
-         (c.key_lengths.empty() ? "" : ", " + std::to_string(c.key_lengths.size()) + " key lengths");
+         (c.key_lengths.empty() ? "" : ", " + std::to_string(c.key_lengths.size()) + " key lengths") +
+         (c.first_keys.empty() ? "" : ", packed documents");
 }
 
 AttentionOptions options_for(const Case& c) {
@@ -59,7 +61,8 @@ AttentionOptions options_for(const Case& c) {
           .rng = {.seed = 1234, .stream = 77},
           .head_offset = c.head_offset,
           .total_heads = c.total_heads,
-          .key_lengths = c.key_lengths};
+          .key_lengths = c.key_lengths,
+          .first_keys = c.first_keys};
 }
 
 class CudaAttention : public CudaOpTest {
@@ -248,6 +251,30 @@ TEST_F(CudaAttention, PaddingMaskMatchesCpu) {
                   .causal = causal,
                   .dtype = dtype,
                   .key_lengths = {70, 1, 130}});
+}
+
+// Documents packed into a sequence (reset_attention_mask): row t of a sequence attends from the
+// start of its document. Starts inside and on tile edges; one-token documents.
+std::vector<int64_t> first_keys(int64_t seq, const std::vector<std::vector<int64_t>>& starts) {
+  std::vector<int64_t> out;
+  for (const auto& doc : starts) {
+    int64_t current = 0;
+    size_t next = 0;
+    for (int64_t t = 0; t < seq; ++t) {
+      while (next < doc.size() && doc[next] <= t) current = doc[next++];
+      out.push_back(current);
+    }
+  }
+  return out;
+}
+
+TEST_F(CudaAttention, PackedDocumentsMatchCpu) {
+  for (DType dtype : {DType::F32, DType::Bf16})
+    for (const float dropout : {0.0f, 0.1f})
+      check_both({.shape = {.batch = 2, .seq = 200, .heads = 4, .groups = 2, .head_dim = 64},
+                  .dtype = dtype,
+                  .dropout = dropout,
+                  .first_keys = first_keys(200, {{0, 30, 64, 65, 150, 199}, {0}})});
 }
 
 TEST_F(CudaAttention, PaddingMaskWithDropoutAndAPaddedHeadDimMatchesCpu) {

@@ -31,15 +31,18 @@ double loss_with(tensor::Backend& b, LanguageModel& m, const Batch& batch, Param
 // Checks every parameter's gradient of the objective. Finite differences in f32 with a step of
 // 5e-3 on weights of scale 0.2: the truncation error is O(step^2) relative and the rounding
 // error about 1e-7 * |loss| / step; both stay under 2e-3 of the largest gradient element.
+// first_keys: documents packed into the batch's sequences (Batch::first_keys); empty: none.
 void expect_gradients_match_finite_differences(const ModelConfig& config, bool training,
-                                               Recompute recompute = Recompute::None) {
+                                               Recompute recompute = Recompute::None,
+                                               std::vector<int64_t> first_keys = {}) {
   tensor::CpuBackend b(1);
   ModelConfig c = config;
   c.recompute = recompute;
   c.recompute_layers = recompute == Recompute::Full ? c.num_layers : 0;
   LanguageModel m(b, c);
   m.initialise(42);
-  const Batch batch = tiny_batch(b, c, 2);
+  Batch batch = tiny_batch(b, c, 2);
+  batch.first_keys = std::move(first_keys);
   // Training passes run dropout (when the config has it); evaluation passes of the same key
   // would not, so the finite differences use a training pass too: the mask depends only on
   // the key, so every forward sees the same one.
@@ -84,6 +87,59 @@ TEST(GptGradients, ModelWithDropoutMatchesFiniteDifferences) {
   c.hidden_dropout = 0.2;
   c.attention_dropout = 0.2;
   expect_gradients_match_finite_differences(c, true);
+}
+
+// Two sequences of 5: documents at 0..1 and 2..4, then at 0 and 1..4.
+const std::vector<int64_t> kPackedDocuments = {0, 0, 2, 2, 2, 0, 1, 1, 1, 1};
+
+TEST(GptGradients, PackedDocumentsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(test_support::tiny_gpt_config(), false, Recompute::None,
+                                            kPackedDocuments);
+}
+
+TEST(GptGradients, PackedDocumentsWithDropoutAndRecomputeInALlamaShapeMatchFiniteDifferences) {
+  ModelConfig c = test_support::tiny_llama_config();
+  c.hidden_dropout = 0.2;
+  c.attention_dropout = 0.2;
+  expect_gradients_match_finite_differences(c, true, Recompute::Selective, kPackedDocuments);
+}
+
+// A document packed after another scores exactly as it would at the start of its own sequence
+// when its positions restart: nothing of the first document reaches it.
+TEST(GptPackedDocuments, ADocumentScoresAsItWouldAtTheStartOfItsOwnSequence) {
+  tensor::CpuBackend b(1);
+  const ModelConfig c = test_support::tiny_gpt_config();
+  LanguageModel m(b, c);
+  m.initialise(5);
+  // Sequence: [x x | d0 d1 d2], the document d scored; alone: [d0 d1 d2 y y], d scored.
+  const std::vector<int32_t> doc = {3, 7, 1}, next = {7, 1, 9};
+  const auto batch_of = [&](std::vector<int32_t> tokens, std::vector<int32_t> labels,
+                            std::vector<float> mask, std::vector<int32_t> positions,
+                            std::vector<int64_t> first_keys) {
+    return Batch{.batch = 1,
+                 .seq = 5,
+                 .tokens = tensor::from_ints(b, tokens, {5}),
+                 .labels = tensor::from_ints(b, labels, {5}),
+                 .loss_mask = tensor::from_floats(b, mask, {5}),
+                 .positions = tensor::from_ints(b, positions, {5}),
+                 .first_keys = std::move(first_keys)};
+  };
+  const Pass pass{.backend = b, .training = false};
+  const Losses packed = m.forward(pass,
+                                  batch_of({5, 6, doc[0], doc[1], doc[2]}, {6, 2, next[0], next[1], next[2]},
+                                           {0, 0, 1, 1, 1}, {0, 1, 0, 1, 2}, {0, 0, 2, 2, 2}),
+                                  nullptr);
+  const Losses alone = m.forward(pass,
+                                 batch_of({doc[0], doc[1], doc[2], 4, 4}, {next[0], next[1], next[2], 4, 4},
+                                          {1, 1, 1, 0, 0}, {0, 1, 2, 3, 4}, {}),
+                                 nullptr);
+  EXPECT_NEAR(packed.lm, alone.lm, 1e-6 * alone.lm);
+  // Without the mask the first document's tokens reach the second's scores.
+  const Losses crossing = m.forward(pass,
+                                    batch_of({5, 6, doc[0], doc[1], doc[2]}, {6, 2, next[0], next[1], next[2]},
+                                             {0, 0, 1, 1, 1}, {0, 1, 0, 1, 2}, {}),
+                                    nullptr);
+  EXPECT_GT(std::abs(crossing.lm - alone.lm), 1e-4);
 }
 
 TEST(GptGradients, ExactGeluTanhAndUntiedOutputMatchFiniteDifferences) {

@@ -15,11 +15,12 @@ const std::string kTasks = std::string(kMinimalRecipe) +
                            "    - task: perplexity\n"
                            "      data: data/wiki.jsonl\n"
                            "      windows: rolling\n"
-                           "    - {task: multiple-choice, data: /abs/mc.jsonl, num_fewshot: 5, gold_field: label}\n";
+                           "    - {task: multiple-choice, data: /abs/mc.jsonl, num_fewshot: 5, gold_field: label}\n"
+                           "    - {task: generation, data: \"/abs/a,b.jsonl\", metrics: \"bleu,chrf\", max_tokens: 9}\n";
 
 TEST_F(RecipeTest, EvalTasksAreReadWithDataPathsAgainstTheRecipesDirectory) {
   const CompiledRecipe c = compile_text(kTasks);
-  ASSERT_EQ(c.recipe.eval.tasks.size(), 2u);
+  ASSERT_EQ(c.recipe.eval.tasks.size(), 3u);
   const EvalTask& ppl = c.recipe.eval.tasks[0];
   EXPECT_EQ(ppl.task, "perplexity");
   EXPECT_EQ(ppl.data, (dir_.path() / "data/wiki.jsonl").lexically_normal().string());
@@ -29,6 +30,9 @@ TEST_F(RecipeTest, EvalTasksAreReadWithDataPathsAgainstTheRecipesDirectory) {
   EXPECT_EQ(mc.num_fewshot, 5);
   EXPECT_EQ(mc.gold_field, "label");
   EXPECT_FALSE(mc.stride.has_value());
+  const EvalTask& generation = c.recipe.eval.tasks[2];
+  EXPECT_EQ(generation.metrics, "bleu,chrf");
+  EXPECT_EQ(generation.max_tokens, 9);
 }
 
 TEST_F(RecipeTest, EvalTasksRenderAsYamlThatReadsBackTheSame) {
@@ -41,8 +45,11 @@ TEST_F(RecipeTest, EvalTaskMistakesNameTheEntryTheKeyAndItsPosition) {
   const std::string head = std::string(kMinimalRecipe) + "eval:\n  tasks:\n";
   EXPECT_EQ(error_of(head + "    - task: clozee\n      data: x\n"),
             file() + ":14:13: eval.tasks[0].task: 'clozee' is not one of perplexity, cloze, "
-                     "multiple-choice, classification (did you mean cloze?)");
+                     "multiple-choice, classification, generation (did you mean cloze?)");
   EXPECT_EQ(error_of(head + "    - task: cloze\n"), file() + ":14:7: eval.tasks[0]: no data: (the task's file)");
+  EXPECT_EQ(error_of(head + "    - {task: generation, data: x, metrics: \"bleu,chfr\"}\n"),
+            file() + ":14:44: eval.tasks[0].metrics: 'chfr' is not one of exact_match, f1, bleu, chrf (a "
+                     "comma-separated list, e.g. bleu,chrf) (did you mean chrf?)");
   EXPECT_EQ(error_of(head + "    - task: cloze\n      data: x\n      num_fewshot: 3\n"),
             file() + ":16:7: eval.tasks[0].num_fewshot: only multiple-choice takes it, this entry is cloze");
   EXPECT_EQ(error_of(head + "    - task: perplexity\n      data: x\n      strid: 3\n"),

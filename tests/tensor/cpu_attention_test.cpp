@@ -55,8 +55,9 @@ std::vector<double> probabilities(const std::vector<float>& qkv, const Attention
   std::vector<double> p(static_cast<size_t>(s.seq), 0.0);
   const int64_t keys = o.key_lengths.empty() ? s.seq : o.key_lengths[static_cast<size_t>(b)];
   const int64_t end = std::min(o.causal ? i + 1 : s.seq, keys);
+  const int64_t start = o.first_keys.empty() ? 0 : o.first_keys[static_cast<size_t>(b * s.seq + i)];
   double max = -INFINITY;
-  for (int64_t j = 0; j < end; ++j) {
+  for (int64_t j = start; j < end; ++j) {
     double dot = 0.0;
     for (int64_t d = 0; d < s.head_dim; ++d) {
       dot += double(qkv[at(b * s.seq + i, width, col.query(h) + d)]) *
@@ -66,8 +67,8 @@ std::vector<double> probabilities(const std::vector<float>& qkv, const Attention
     max = std::max(max, p[static_cast<size_t>(j)]);
   }
   double sum = 0.0;
-  for (int64_t j = 0; j < end; ++j) sum += std::exp(p[static_cast<size_t>(j)] - max);
-  for (int64_t j = 0; j < end; ++j) {
+  for (int64_t j = start; j < end; ++j) sum += std::exp(p[static_cast<size_t>(j)] - max);
+  for (int64_t j = start; j < end; ++j) {
     p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - max) / sum;
   }
   if (lse) *lse = max + std::log(sum);
@@ -386,6 +387,86 @@ TEST(CpuAttention, RejectsKeyLengthsOutsideTheSequenceOrOfAnotherBatch) {
        std::vector<std::vector<int64_t>>{{8}, {0, 8}, {9, 8}, {8, 8, 8}}) {
     EXPECT_THROW(run_forward(backend, qkv, s, padded(s, false, keys)), std::logic_error)
         << keys.size() << " lengths, first " << keys[0];
+  }
+}
+
+// Documents packed into a sequence (reset_attention_mask): each row's first key is where its
+// document starts. The starts cross and end inside 64-key blocks, include one-token documents
+// (64, 65) and a last document of one token (199); the second sequence is one document.
+std::vector<int64_t> first_keys_of(int64_t seq, const std::vector<std::vector<int64_t>>& starts) {
+  std::vector<int64_t> out;
+  for (const auto& doc : starts) {
+    int64_t current = 0;
+    size_t next = 0;
+    for (int64_t t = 0; t < seq; ++t) {
+      while (next < doc.size() && doc[next] <= t) current = doc[next++];
+      out.push_back(current);
+    }
+  }
+  return out;
+}
+
+AttentionOptions packed(const AttentionShape& s, const std::vector<std::vector<int64_t>>& starts,
+                        float dropout = 0.0f) {
+  AttentionOptions o = options_for(s, true, dropout);
+  o.first_keys = first_keys_of(s.seq, starts);
+  return o;
+}
+
+const std::vector<std::vector<int64_t>> kDocuments = {{0, 30, 64, 65, 150, 199}, {0}};
+
+TEST(CpuAttention, PackedDocumentsForwardMatchesNaiveSoftmaxWithinEachDocument) {
+  CpuBackend backend(2);
+  const AttentionShape s{.batch = 2, .seq = 200, .heads = 2, .groups = 1, .head_dim = 16};
+  const auto qkv = random_qkv(s, 21);
+  const AttentionOptions o = packed(s, kDocuments);
+  const Result got = run_forward(backend, qkv, s, o);
+  const Forward want = naive_forward(qkv, s, o);
+  expect_all_near(got.out, want.out, kForwardTolerance, "out");
+  expect_all_near(got.lse, want.lse, 5e-6, "lse", 1e-6);
+}
+
+TEST(CpuAttention, APackedDocumentAttendsAsItWouldAlone) {
+  CpuBackend backend(1);
+  const AttentionShape s{.batch = 1, .seq = 200, .heads = 2, .groups = 2, .head_dim = 8};
+  const auto qkv = random_qkv(s, 22);
+  const Result whole = run_forward(backend, qkv, s, packed(s, {{0, 30, 150}}));
+  // The document at 30..149 as a sequence of its own.
+  const AttentionShape alone{.batch = 1, .seq = 120, .heads = 2, .groups = 2, .head_dim = 8};
+  const std::vector<float> part(qkv.begin() + 30 * s.qkv_width(), qkv.begin() + 150 * s.qkv_width());
+  const Result own = run_forward(backend, part, alone, options_for(alone, true));
+  const int64_t width = s.heads * s.head_dim;
+  const std::vector<float> slice(whole.out.begin() + 30 * width, whole.out.begin() + 150 * width);
+  expect_all_near(slice, own.out, 1e-6, "the document's outputs");
+}
+
+TEST(CpuAttention, PackedDocumentsBackwardMatchesNumericGradient) {
+  const AttentionShape s{.batch = 2, .seq = 70, .heads = 2, .groups = 1, .head_dim = 4};
+  check_gradient(s, packed(s, {{0, 5, 6, 64}, {0, 69}}));
+  check_gradient(s, packed(s, {{0, 40}, {0}}, 0.3f));
+}
+
+TEST(CpuAttention, PackedDocumentsBackwardMatchesNaiveDoubleBackward) {
+  CpuBackend backend(2);
+  const AttentionShape s{.batch = 2, .seq = 200, .heads = 4, .groups = 2, .head_dim = 32};
+  const auto qkv = random_qkv(s, 23);
+  const auto dout = random_values(out_size(s), 24);
+  for (float dropout : {0.0f, 0.2f}) {
+    const AttentionOptions o = packed(s, kDocuments, dropout);
+    expect_all_near(run_backward(backend, qkv, dout, s, o), naive_backward(qkv, dout, s, o), 5e-5,
+                    "dqkv", 1e-3);
+  }
+}
+
+TEST(CpuAttention, RejectsFirstKeysAfterTheirRowOrDecreasingOrOfAnotherShape) {
+  CpuBackend backend(1);
+  const AttentionShape s{.batch = 1, .seq = 4, .heads = 1, .groups = 1, .head_dim = 4};
+  const auto qkv = random_qkv(s, 25);
+  for (const std::vector<int64_t>& first :
+       std::vector<std::vector<int64_t>>{{0, 2, 2, 2}, {0, 1, 0, 0}, {0, 0, 0}, {-1, 0, 0, 0}}) {
+    AttentionOptions o = options_for(s, true);
+    o.first_keys = first;
+    EXPECT_THROW(run_forward(backend, qkv, s, o), std::logic_error) << first[1] << first[2];
   }
 }
 

@@ -1,0 +1,147 @@
+#include "eval/greedy_decode.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "tensor/host_io.hpp"
+
+namespace megatron::eval {
+namespace {
+
+// One batch of prompts being decoded: each sequence's inputs so far and whether it stopped.
+struct Decoding {
+  std::vector<std::vector<int32_t>> inputs;   // GPT: prompt then output; T5: [BOS] then output
+  std::vector<std::vector<int32_t>> sources;  // T5: the encoder's tokens
+  std::vector<std::vector<int32_t>> outputs;
+  std::vector<bool> done;
+};
+
+model::Batch batch_of(tensor::Backend& backend, const Decoding& d, const DecodeOptions& o) {
+  const int64_t count = int64_t(d.inputs.size());
+  int64_t seq = 1;
+  for (const auto& in : d.inputs) seq = std::max<int64_t>(seq, int64_t(in.size()));
+  const int64_t rows = count * seq;
+  std::vector<int32_t> tokens(static_cast<size_t>(rows), o.pad), positions(static_cast<size_t>(rows));
+  for (int64_t k = 0; k < count; ++k) {
+    std::copy(d.inputs[size_t(k)].begin(), d.inputs[size_t(k)].end(), tokens.begin() + k * seq);
+    for (int64_t t = 0; t < seq; ++t) positions[size_t(k * seq + t)] = int32_t(t);
+  }
+  const std::vector<int32_t> labels(size_t(rows), 0);
+  const std::vector<float> mask(size_t(rows), 0.0f);
+  if (!o.encoder_decoder) {
+    return {.batch = count,
+            .seq = seq,
+            .tokens = tensor::from_ints(backend, tokens, {rows}),
+            .labels = tensor::from_ints(backend, labels, {rows}),
+            .loss_mask = tensor::from_floats(backend, mask, {rows}),
+            .positions = tensor::from_ints(backend, positions, {rows})};
+  }
+  int64_t source_seq = 1;
+  for (const auto& s : d.sources) source_seq = std::max<int64_t>(source_seq, int64_t(s.size()));
+  const int64_t source_rows = count * source_seq;
+  std::vector<int32_t> source(static_cast<size_t>(source_rows), o.pad),
+      source_positions(static_cast<size_t>(source_rows));
+  std::vector<int64_t> key_lengths;
+  for (int64_t k = 0; k < count; ++k) {
+    const auto& s = d.sources[size_t(k)];
+    std::copy(s.begin(), s.end(), source.begin() + k * source_seq);
+    for (int64_t t = 0; t < source_seq; ++t) source_positions[size_t(k * source_seq + t)] = int32_t(t);
+    key_lengths.push_back(std::max<int64_t>(int64_t(s.size()), 1));
+  }
+  return {.batch = count,
+          .seq = source_seq,
+          .tokens = tensor::from_ints(backend, source, {source_rows}),
+          .labels = tensor::from_ints(backend, labels, {rows}),
+          .loss_mask = tensor::from_floats(backend, mask, {rows}),
+          .positions = tensor::from_ints(backend, source_positions, {source_rows}),
+          .key_lengths = key_lengths,
+          .decoder_seq = seq,
+          .decoder_tokens = tensor::from_ints(backend, tokens, {rows}),
+          .decoder_positions = tensor::from_ints(backend, positions, {rows})};
+}
+
+// One step: every unfinished sequence gains its argmax token, on every rank.
+void step(const ForwardFn& forward, tensor::Backend& backend, Decoding& d, const DecodeOptions& o,
+          const ScoreGroups& groups) {
+  const model::Batch batch = batch_of(backend, d, o);
+  const int64_t seq = o.encoder_decoder ? batch.decoder_seq : batch.seq;
+  std::vector<int32_t> rows, labels;
+  std::vector<size_t> which;
+  for (size_t k = 0; k < d.inputs.size(); ++k) {
+    if (d.done[k]) continue;
+    rows.push_back(int32_t(int64_t(k) * seq + int64_t(d.inputs[k].size()) - 1));
+    labels.push_back(0);
+    which.push_back(k);
+  }
+  const int64_t n = int64_t(rows.size());
+  model::HeadOutputs outputs{.want_logits = true,
+                             .score_rows = tensor::from_ints(backend, rows, {n}),
+                             .score_labels = tensor::from_ints(backend, labels, {n}),
+                             .score_vocab = o.vocab_size};
+  std::vector<float> chosen(size_t(n), 0.0f);
+  if (forward(batch, outputs)) {
+    const std::vector<float> maxima = argmax_over_shards(backend, outputs, groups.tp);
+    const bool first_replica = !groups.dp || groups.dp->rank() == 0;
+    if (groups.reports && first_replica) {
+      for (int64_t i = 0; i < n; ++i) chosen[size_t(i)] = maxima[size_t(2 * i + 1)];
+    }
+  }
+  // Only the first replica's reporting rank holds nonzero ids (below 2^24, exact in f32): the
+  // sum over every rank is its choice.
+  if (groups.world) {
+    tensor::Tensor t = tensor::from_floats(backend, chosen, {n});
+    groups.world->all_reduce(t);
+    chosen = tensor::to_floats(backend, t);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = which[size_t(i)];
+    const int32_t token = int32_t(chosen[size_t(i)]);
+    if (std::find(o.stop_tokens.begin(), o.stop_tokens.end(), token) != o.stop_tokens.end()) {
+      d.done[k] = true;
+      continue;
+    }
+    d.outputs[k].push_back(token);
+    d.inputs[k].push_back(token);
+    if (int64_t(d.outputs[k].size()) >= o.max_tokens) d.done[k] = true;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> greedy_decode(const ForwardFn& forward, tensor::Backend& backend,
+                                                const std::vector<std::vector<int32_t>>& prompts,
+                                                const DecodeOptions& o, const ScoreProgress& progress,
+                                                const ScoreGroups& groups) {
+  if (o.max_tokens < 1 || o.batch_size < 1 || o.vocab_size < 1) {
+    throw std::invalid_argument("greedy_decode: max_tokens, batch_size and vocab_size must be positive");
+  }
+  if (o.encoder_decoder ? (o.max_length < o.max_tokens || o.encoder_length < 1)
+                        : o.max_length <= o.max_tokens) {
+    throw std::invalid_argument("greedy_decode: max_length leaves no room for max_tokens");
+  }
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  for (size_t first = 0; first < prompts.size(); first += size_t(o.batch_size)) {
+    const size_t count = std::min(prompts.size() - first, size_t(o.batch_size));
+    Decoding d{.outputs = std::vector<std::vector<int32_t>>(count),
+               .done = std::vector<bool>(count, false)};
+    for (size_t k = 0; k < count; ++k) {
+      const std::vector<int32_t>& p = prompts[first + k];
+      if (o.encoder_decoder) {
+        d.sources.emplace_back(p.begin(), p.begin() + std::min<std::ptrdiff_t>(std::ptrdiff_t(p.size()),
+                                                                               o.encoder_length));
+        d.inputs.push_back({o.bos});
+      } else {
+        if (p.empty()) throw std::invalid_argument("greedy_decode: an empty prompt");
+        const size_t keep = std::min(p.size(), size_t(o.max_length - o.max_tokens));
+        d.inputs.emplace_back(p.end() - std::ptrdiff_t(keep), p.end());
+      }
+    }
+    // T5's decoder holds [BOS] and max_tokens - 1 outputs before its last step.
+    while (std::find(d.done.begin(), d.done.end(), false) != d.done.end()) step(forward, backend, d, o, groups);
+    for (size_t k = 0; k < count; ++k) out[first + k] = std::move(d.outputs[k]);
+    if (progress) progress(int64_t(first + count), int64_t(prompts.size()));
+  }
+  return out;
+}
+
+}  // namespace megatron::eval
