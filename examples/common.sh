@@ -39,6 +39,6 @@ step() {  # description, command...
   echo "    done in $((SECONDS - started)) s"
 }
 
-metric() {  # results.json, task, metric
-  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"][sys.argv[2]][sys.argv[3] + ",none"])' "$@"
+metric() {  # results.json, task, metric: the value to 4 decimals
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%.4f" % r["results"][sys.argv[2]][sys.argv[3] + ",none"])' "$@"
 }
