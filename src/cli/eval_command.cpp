@@ -18,6 +18,7 @@
 #include "cli/limits.hpp"
 #include "cli/local_job.hpp"
 #include "cli/progress_line.hpp"
+#include "cli/sampling_flags.hpp"
 #include "cli/tokenizer_args.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
@@ -56,6 +57,10 @@ struct EvalArgs {
   std::string answer_field = "answer";
   std::string metrics = "exact_match,f1";
   int64_t max_tokens = 32;
+  double temperature = 0.0;  // generation: 0 is greedy
+  int64_t top_k = 0;
+  double top_p = 0.0;
+  uint64_t seed = 1234;
   int threads = 0;
   int nproc = 0;
   std::string device;
@@ -113,6 +118,17 @@ std::string generation_prompt(const recipe::FinetuneSection& ft, const std::stri
     out += segment.text;
   }
   return out;
+}
+
+// Generation tasks decode greedily unless --temperature asks for draws (megatron generate's
+// rules for the three settings).
+generate::Sampling sampling_of(const EvalArgs& a) {
+  check_sampling_flags(a.temperature, a.top_k, a.top_p);
+  if (a.temperature == 0.0 && (a.top_k > 0 || a.top_p > 0.0)) {
+    throw UserError("--top-k and --top-p shape draws: give --temperature too (0, the default, is greedy)");
+  }
+  if (a.temperature == 0.0) return {.top_k = 1};
+  return {.temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p};
 }
 
 // Generated text as the metrics read it: without the whitespace around it.
@@ -180,6 +196,7 @@ void run_eval(const EvalArgs& a) {
                                 "the {} scored vocabulary columns; use fewer tensor-parallel ranks",
                                 tp, scored_vocab));
   }
+  const generate::Sampling sampling = sampling_of(a);
   // Read every task file before the model is built: bad input costs nothing.
   std::vector<eval::TaskInput> inputs;
   const int64_t classes = compiled.derived.classes;
@@ -303,7 +320,9 @@ void run_eval(const EvalArgs& a) {
                                      .encoder_decoder = t5,
                                      .pad = options.pad_token,
                                      .batch_size = options.batch_size,
-                                     .vocab_size = options.vocab_size};
+                                     .vocab_size = options.vocab_size,
+                                     .sampling = sampling,
+                                     .seed = a.seed};
         if (t5) {
           const data::WordPieceExtras extras =
               data::wordpiece_extras(*tokenizer, compiled.derived.vocab_extra_ids);
@@ -419,6 +438,14 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   flags.push_back(cmd->add_option("--max-tokens", args->max_tokens,
                                   "generation: most tokens generated per prompt (default 32)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20)));
+  cmd->add_option("--temperature", args->temperature,
+                  "generation: sample with this temperature (default 0: greedy)");
+  cmd->add_option("--top-k", args->top_k, "generation, sampling: from the k most likely tokens (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--top-p", args->top_p,
+                  "generation, sampling: from the smallest set of tokens with this much probability (0: off)");
+  cmd->add_option("--seed", args->seed,
+                  "generation, sampling: prompt i draws from seed + i (default 1234)");
   flags.push_back(cmd->add_option("--fewshot-data", args->fewshot_data,
                   "multiple choice: the examples' file (default: the task's own, less the question)"));
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");

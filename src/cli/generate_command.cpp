@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/sampling_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/generation_model.hpp"
 #include "cli/limits.hpp"
@@ -53,16 +54,7 @@ size_t unfinished_utf8(const std::string& text) {
 }
 
 generate::GenerateOptions options_of(const GenerateArgs& a, const data::Tokenizer& tokenizer) {
-  // Written as "inside" so that NaN, which the flags' parser accepts, is outside.
-  if (!(a.temperature >= 0.0 && a.temperature <= 100.0)) {
-    throw UserError(fmt::format("--temperature {} is outside [0, 100] (0: greedy)", a.temperature));
-  }
-  if (!(a.top_p >= 0.0 && a.top_p <= 1.0)) {
-    throw UserError(fmt::format("--top-p {} is outside [0, 1] (0: off)", a.top_p));
-  }
-  if (a.top_k > 0 && a.top_p > 0.0) {
-    throw UserError("--top-k and --top-p cannot be used together (Megatron's rule): give one");
-  }
+  check_sampling_flags(a.temperature, a.top_k, a.top_p);
   generate::GenerateOptions o;
   o.max_tokens = a.max_tokens;
   o.sampling = {.temperature = a.temperature > 0.0 ? a.temperature : 1.0,

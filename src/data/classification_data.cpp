@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "data/epoch_order.hpp"
 #include "data/jsonl_records.hpp"
 
 namespace megatron::data {
@@ -249,17 +250,7 @@ ClassificationSource::ClassificationSource(std::shared_ptr<const ClassificationS
   if (n == 0) throw UserError("classification data has no rows");
   if (!shuffle) return;
   const int64_t epochs = (size_ + n - 1) / n;
-  for (int64_t e = 0; e < epochs; ++e) {
-    std::vector<int32_t> order(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
-    std::mt19937_64 rng(seed * 1000003u + uint64_t(e));
-    // Fisher-Yates with our own draws: the same order with any standard library.
-    for (int64_t i = n - 1; i > 0; --i) {
-      const int64_t j = int64_t(rng() % uint64_t(i + 1));
-      std::swap(order[size_t(i)], order[size_t(j)]);
-    }
-    order_.push_back(std::move(order));
-  }
+  for (int64_t e = 0; e < epochs; ++e) order_.push_back(epoch_order(n, seed, e));
 }
 
 Sample ClassificationSource::sample(int64_t i) const {

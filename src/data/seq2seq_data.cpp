@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "data/epoch_order.hpp"
 #include "data/jsonl_records.hpp"
 
 namespace megatron::data {
@@ -90,18 +91,7 @@ Seq2SeqSource::Seq2SeqSource(const std::vector<Seq2SeqPair>& pairs, const Tokeni
   if (!shuffle) return;
   const int64_t n = int64_t(pairs.size());
   const int64_t epochs = (size_ + n - 1) / n;
-  for (int64_t e = 0; e < epochs; ++e) {
-    std::vector<int32_t> order(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
-    std::mt19937_64 rng(seed * 1000003u + uint64_t(e));
-    // Fisher-Yates with our own draws, as ClassificationSource: the same order with any
-    // standard library.
-    for (int64_t i = n - 1; i > 0; --i) {
-      const int64_t j = int64_t(rng() % uint64_t(i + 1));
-      std::swap(order[size_t(i)], order[size_t(j)]);
-    }
-    order_.push_back(std::move(order));
-  }
+  for (int64_t e = 0; e < epochs; ++e) order_.push_back(epoch_order(n, seed, e));
 }
 
 int64_t Seq2SeqSource::pair_of(int64_t i) const {

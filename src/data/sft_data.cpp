@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "data/epoch_order.hpp"
 #include "data/jsonl_records.hpp"
 
 namespace megatron::data {
@@ -98,17 +99,11 @@ std::vector<ChatMessage> messages_of(const nlohmann::json& record, const std::st
   return out;
 }
 
-// ClassificationSource's epoch order: the same permutation for the same (seed, epoch).
-std::vector<int32_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle) {
+// The epoch's order: shuffled as every fine-tuning source shuffles, or as given.
+std::vector<int32_t> order_of(int64_t n, uint64_t seed, int64_t epoch, bool shuffle) {
+  if (shuffle) return epoch_order(n, seed, epoch);
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[size_t(i)] = int32_t(i);
-  if (!shuffle) return order;
-  std::mt19937_64 rng(seed * 1000003u + uint64_t(epoch));
-  // Fisher-Yates with our own draws: the same order with any standard library.
-  for (int64_t i = n - 1; i > 0; --i) {
-    const int64_t j = int64_t(rng() % uint64_t(i + 1));
-    std::swap(order[size_t(i)], order[size_t(j)]);
-  }
   return order;
 }
 
@@ -225,7 +220,7 @@ SftSource::SftSource(std::vector<TokenizedExample> examples, int64_t seq_length,
   };
   int64_t made = 0;
   for (int64_t epoch = 0; epoch == 0 || made < size_; ++epoch) {
-    const int64_t samples = pack_epoch(epoch_order(n, seed, epoch, shuffle));
+    const int64_t samples = pack_epoch(order_of(n, seed, epoch, shuffle));
     if (epoch == 0) samples_per_epoch_ = samples;
     made += samples;
   }

@@ -1,6 +1,7 @@
 #include "eval/greedy_decode.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include "tensor/host_io.hpp"
@@ -14,7 +15,43 @@ struct Decoding {
   std::vector<std::vector<int32_t>> sources;  // T5: the encoder's tokens
   std::vector<std::vector<int32_t>> outputs;
   std::vector<bool> done;
+  std::vector<generate::Rng> rngs;  // sampling: one a prompt
 };
+
+// The scored rows' logits over the whole vocabulary's first vocab_size columns, [n, vocab_size]:
+// each tensor-parallel rank's shard (its columns below vocab_size, perhaps none) gathered in
+// rank order, padded to a common width for the gather.
+std::vector<float> whole_logits(tensor::Backend& backend, const model::HeadOutputs& outputs,
+                                dist::Communicator* tp, int64_t n, int64_t vocab_size) {
+  const int64_t width = outputs.logits.shape()[1];
+  const std::vector<float> mine = tensor::to_floats(backend, outputs.logits);
+  if (!tp || tp->size() == 1) return mine;
+  const int ranks = tp->size();
+  // Each rank's (width, first column), to learn the widest shard and where each lies.
+  tensor::Tensor shape = tensor::from_floats(backend, std::vector<float>{float(width), float(outputs.vocab_first)}, {2});
+  tensor::Tensor shapes = backend.empty({2 * int64_t(ranks)}, tensor::DType::F32);
+  tp->all_gather(shape, shapes);
+  const std::vector<float> geometry = tensor::to_floats(backend, shapes);
+  int64_t widest = 0;
+  for (int r = 0; r < ranks; ++r) widest = std::max<int64_t>(widest, int64_t(geometry[size_t(2 * r)]));
+  std::vector<float> padded(size_t(n * widest), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy_n(mine.begin() + i * width, width, padded.begin() + i * widest);
+  }
+  tensor::Tensor all = backend.empty({int64_t(ranks) * n * widest}, tensor::DType::F32);
+  tp->all_gather(tensor::from_floats(backend, padded, {n * widest}), all);
+  const std::vector<float> gathered = tensor::to_floats(backend, all);
+  std::vector<float> out(size_t(n * vocab_size), 0.0f);
+  for (int r = 0; r < ranks; ++r) {
+    const int64_t w = int64_t(geometry[size_t(2 * r)]), first = int64_t(geometry[size_t(2 * r + 1)]);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t c = 0; c < w && first + c < vocab_size; ++c) {
+        out[size_t(i * vocab_size + first + c)] = gathered[size_t((r * n + i) * widest + c)];
+      }
+    }
+  }
+  return out;
+}
 
 model::Batch batch_of(tensor::Backend& backend, const Decoding& d, const DecodeOptions& o) {
   const int64_t count = int64_t(d.inputs.size());
@@ -80,10 +117,20 @@ void step(const ForwardFn& forward, tensor::Backend& backend, Decoding& d, const
                              .score_vocab = o.vocab_size};
   std::vector<float> chosen(size_t(n), 0.0f);
   if (forward(batch, outputs)) {
-    const std::vector<float> maxima = argmax_over_shards(backend, outputs, groups.tp);
-    const bool first_replica = !groups.dp || groups.dp->rank() == 0;
-    if (groups.reports && first_replica) {
-      for (int64_t i = 0; i < n; ++i) chosen[size_t(i)] = maxima[size_t(2 * i + 1)];
+    const bool speaks = groups.reports && (!groups.dp || groups.dp->rank() == 0);
+    if (o.sampling.greedy()) {
+      const std::vector<float> maxima = argmax_over_shards(backend, outputs, groups.tp);
+      if (speaks) {
+        for (int64_t i = 0; i < n; ++i) chosen[size_t(i)] = maxima[size_t(2 * i + 1)];
+      }
+    } else {
+      const std::vector<float> logits = whole_logits(backend, outputs, groups.tp, n, o.vocab_size);
+      if (speaks) {
+        for (int64_t i = 0; i < n; ++i) {
+          const std::span<const float> row(logits.data() + i * o.vocab_size, size_t(o.vocab_size));
+          chosen[size_t(i)] = float(generate::sample(row, o.sampling, d.rngs[which[size_t(i)]]));
+        }
+      }
     }
   }
   // Only the first replica's reporting rank holds nonzero ids (below 2^24, exact in f32): the
@@ -126,6 +173,7 @@ std::vector<std::vector<int32_t>> greedy_decode(const ForwardFn& forward, tensor
                .done = std::vector<bool>(count, false)};
     for (size_t k = 0; k < count; ++k) {
       const std::vector<int32_t>& p = prompts[first + k];
+      d.rngs.emplace_back(o.seed + uint64_t(first + k));
       if (o.encoder_decoder) {
         d.sources.emplace_back(p.begin(), p.begin() + std::min<std::ptrdiff_t>(std::ptrdiff_t(p.size()),
                                                                                o.encoder_length));

@@ -82,6 +82,22 @@ TEST(GenerationFinetune, AnInstructionTunedGptAnswersItsPromptsOnEveryLayout) {
     static const std::vector<std::string> first = predictions(results);
     EXPECT_EQ(predictions(results), first);
   }
+  // Drawn outputs depend on the seed and the prompt, not on the batch or the pipeline.
+  std::vector<std::string> drawn[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto json = dir.path() / ("sampled" + std::to_string(i) + ".json");
+    const CommandResult eval = run_megatron(
+        "eval " + ckpt.string() + " --task generation --data " + data +
+        " --answer-field response --max-tokens 4 --temperature 1.5 --seed 7 --json " + json.string() +
+        (i == 0 ? " --batch-size 3" : " --batch-size 8 --nproc 2 parallel.pipeline=2"));
+    ASSERT_EQ(eval.exit_code, 0) << eval.err;
+    drawn[i] = predictions(read_json(json));
+  }
+  EXPECT_EQ(drawn[0], drawn[1]);
+  const CommandResult shaped_greedy = run_megatron("eval " + ckpt.string() + " --task generation --data " +
+                                                   data + " --top-k 3");
+  EXPECT_EQ(shaped_greedy.exit_code, 2);
+  EXPECT_THAT(shaped_greedy.err, HasSubstr("give --temperature too"));
 }
 
 TEST(GenerationFinetune, ASeq2SeqTunedT5DecodesItsTargetsAndScoresThemWithBleuAndChrf) {

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "support/temp_dir.hpp"
+#include "support/user_error.hpp"
 
 namespace megatron::data {
 namespace {
@@ -18,14 +19,7 @@ const Tokenizer& bert() {
   return *t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test_support::user_error_of(f); }
 
 TEST(CleanText, NewlinesAndRunsOfSpaceBecomeOneSpaceAndLooseFullStopsCloseUp) {
   EXPECT_EQ(clean_text("It was\n\ncold .  Very   cold . . The end"), "It was cold. Very cold.. The end");

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "data/word_tokenizer.hpp"
 #include "support/temp_dir.hpp"
+#include "support/user_error.hpp"
 
 namespace megatron::data {
 namespace {
@@ -18,14 +19,7 @@ namespace {
 const WordTokenizer kWords;  // "w<N>" is token N
 constexpr Seq2SeqTokens kIds{.bos = 900, .eos = 901, .pad = 902};
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test_support::user_error_of(f); }
 
 std::vector<float> mask(std::initializer_list<int> bits) {
   std::vector<float> out;

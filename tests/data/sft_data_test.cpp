@@ -14,6 +14,7 @@
 #include "data/classification_data.hpp"
 #include "data/word_tokenizer.hpp"
 #include "support/temp_dir.hpp"
+#include "support/user_error.hpp"
 
 namespace megatron::data {
 namespace {
@@ -28,14 +29,7 @@ const Tokenizer& gpt2() {
   return *t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test_support::user_error_of(f); }
 
 SftExample pair(const std::string& prompt, const std::string& response) {
   return {.segments = {{.text = prompt, .scored = false}, {.text = response, .scored = true}}};

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/packed_documents.hpp"
 #include "kernels/cuda_harness.hpp"
 #include "tensor/host_io.hpp"
 
@@ -255,26 +256,13 @@ TEST_F(CudaAttention, PaddingMaskMatchesCpu) {
 
 // Documents packed into a sequence (reset_attention_mask): row t of a sequence attends from the
 // start of its document. Starts inside and on tile edges; one-token documents.
-std::vector<int64_t> first_keys(int64_t seq, const std::vector<std::vector<int64_t>>& starts) {
-  std::vector<int64_t> out;
-  for (const auto& doc : starts) {
-    int64_t current = 0;
-    size_t next = 0;
-    for (int64_t t = 0; t < seq; ++t) {
-      while (next < doc.size() && doc[next] <= t) current = doc[next++];
-      out.push_back(current);
-    }
-  }
-  return out;
-}
-
 TEST_F(CudaAttention, PackedDocumentsMatchCpu) {
   for (DType dtype : {DType::F32, DType::Bf16})
     for (const float dropout : {0.0f, 0.1f})
       check_both({.shape = {.batch = 2, .seq = 200, .heads = 4, .groups = 2, .head_dim = 64},
                   .dtype = dtype,
                   .dropout = dropout,
-                  .first_keys = first_keys(200, {{0, 30, 64, 65, 150, 199}, {0}})});
+                  .first_keys = test_support::first_keys_of(200, {{0, 30, 64, 65, 150, 199}, {0}})});
 }
 
 TEST_F(CudaAttention, PaddingMaskWithDropoutAndAPaddedHeadDimMatchesCpu) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensor/cpu_backend.hpp"
+#include "support/packed_documents.hpp"
 #include "tensor/gradcheck.hpp"
 #include "tensor/host_io.hpp"
 #include "tensor/random.hpp"
@@ -393,23 +394,10 @@ TEST(CpuAttention, RejectsKeyLengthsOutsideTheSequenceOrOfAnotherBatch) {
 // Documents packed into a sequence (reset_attention_mask): each row's first key is where its
 // document starts. The starts cross and end inside 64-key blocks, include one-token documents
 // (64, 65) and a last document of one token (199); the second sequence is one document.
-std::vector<int64_t> first_keys_of(int64_t seq, const std::vector<std::vector<int64_t>>& starts) {
-  std::vector<int64_t> out;
-  for (const auto& doc : starts) {
-    int64_t current = 0;
-    size_t next = 0;
-    for (int64_t t = 0; t < seq; ++t) {
-      while (next < doc.size() && doc[next] <= t) current = doc[next++];
-      out.push_back(current);
-    }
-  }
-  return out;
-}
-
 AttentionOptions packed(const AttentionShape& s, const std::vector<std::vector<int64_t>>& starts,
                         float dropout = 0.0f) {
   AttentionOptions o = options_for(s, true, dropout);
-  o.first_keys = first_keys_of(s.seq, starts);
+  o.first_keys = test_support::first_keys_of(s.seq, starts);
   return o;
 }
 
