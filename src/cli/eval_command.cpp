@@ -27,7 +27,7 @@
 #include "eval/results.hpp"
 #include "eval/classify.hpp"
 #include "eval/greedy_decode.hpp"
-#include "data/sft_data.hpp"
+#include "eval/tuned_prompt.hpp"
 #include "data/wordpiece_extras.hpp"
 #include "eval/task_run.hpp"
 #include "recipe/compile.hpp"
@@ -100,24 +100,6 @@ std::vector<eval::TaskSpec> task_specs(const EvalArgs& a, const recipe::Recipe& 
            .answer_field = a.answer_field,
            .metrics = eval::metrics_named(a.metrics),
            .max_tokens = a.max_tokens}};
-}
-
-// What a generation task's prompt becomes before it is encoded: a chat-tuned model's prompt is
-// a user turn of its template followed by the assistant's header (the unscored text before the
-// first scored stretch of a transcript whose assistant turn is empty); others take it as is.
-std::string generation_prompt(const recipe::FinetuneSection& ft, const std::string& prompt) {
-  if (!ft.train_data || ft.format != recipe::FinetuneFormat::Chat) return prompt;
-  const std::vector<data::ChatMessage> turns = {{.role = data::ChatRole::User, .content = prompt},
-                                                {.role = data::ChatRole::Assistant, .content = ""}};
-  const data::SftExample rendered = data::render_chat(
-      turns, ft.chat_template == recipe::ChatTemplate::ChatMl ? data::ChatTemplate::ChatMl
-                                                              : data::ChatTemplate::Plain);
-  std::string out;
-  for (const data::SftSegment& segment : rendered.segments) {
-    if (segment.scored) break;
-    out += segment.text;
-  }
-  return out;
 }
 
 // Generation tasks decode greedily unless --temperature asks for draws (megatron generate's
@@ -342,7 +324,7 @@ void run_eval(const EvalArgs& a) {
         }
         std::vector<std::vector<int32_t>> ids;
         for (const std::string& p : prompts) {
-          std::vector<int32_t> encoded = tokenizer->encode(generation_prompt(compiled.recipe.finetune, p));
+          std::vector<int32_t> encoded = tokenizer->encode(eval::tuned_prompt(compiled.recipe.finetune, p));
           if (t5) encoded.push_back(decoding.stop_tokens[0]);  // a source ends in [EOS]
           if (encoded.empty() && decoding.stop_tokens.size() == 1) encoded.push_back(decoding.stop_tokens[0]);
           forwarded += int64_t(encoded.size());
@@ -360,7 +342,7 @@ void run_eval(const EvalArgs& a) {
         std::vector<std::string> texts;
         for (const auto& out : outputs) {
           forwarded += int64_t(out.size());
-          texts.push_back(trimmed(tokenizer->decode(out)));
+          texts.push_back(trimmed(eval::tuned_answer(compiled.recipe.finetune, tokenizer->decode(out))));
         }
         scoring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         return texts;
