@@ -234,6 +234,7 @@ void run_eval(const EvalArgs& a) {
   const eval::ScoreGroups groups{.tp = g.tp_size > 1 ? g.tp.get() : nullptr,
                                  .dp = g.dp_size > 1 ? g.dp.get() : nullptr,
                                  .world = world > 1 ? g.world.get() : nullptr,
+                                 .replica = g.tp_size * g.pp_size > 1 ? g.model_parallel.get() : nullptr,
                                  .reports = g.last_stage() && g.coord.tp == 0};
   // One process or one stage: the whole model here. Pipeline stages pass each batch along.
   const eval::ForwardFn forward = [&](const model::Batch& batch, model::HeadOutputs& outputs) {

@@ -117,7 +117,7 @@ void step(const ForwardFn& forward, tensor::Backend& backend, Decoding& d, const
                              .score_vocab = o.vocab_size};
   std::vector<float> chosen(size_t(n), 0.0f);
   if (forward(batch, outputs)) {
-    const bool speaks = groups.reports && (!groups.dp || groups.dp->rank() == 0);
+    const bool speaks = groups.reports;
     if (o.sampling.greedy()) {
       const std::vector<float> maxima = argmax_over_shards(backend, outputs, groups.tp);
       if (speaks) {
@@ -133,11 +133,11 @@ void step(const ForwardFn& forward, tensor::Backend& backend, Decoding& d, const
       }
     }
   }
-  // Only the first replica's reporting rank holds nonzero ids (below 2^24, exact in f32): the
-  // sum over every rank is its choice.
-  if (groups.world) {
+  // Only the replica's reporting rank holds nonzero ids (below 2^24, exact in f32): the sum
+  // over the replica's ranks is its choice.
+  if (groups.replica) {
     tensor::Tensor t = tensor::from_floats(backend, chosen, {n});
-    groups.world->all_reduce(t);
+    groups.replica->all_reduce(t);
     chosen = tensor::to_floats(backend, t);
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -150,6 +150,27 @@ void step(const ForwardFn& forward, tensor::Backend& backend, Decoding& d, const
     d.outputs[k].push_back(token);
     d.inputs[k].push_back(token);
     if (int64_t(d.outputs[k].size()) >= o.max_tokens) d.done[k] = true;
+  }
+}
+
+// Every replica's outputs on every rank: each prompt's row [length, token + 1, ...] comes from
+// its replica's reporting rank alone, so the sum over the world is that row.
+void share_outputs(tensor::Backend& backend, dist::Communicator& world, std::vector<std::vector<int32_t>>& out,
+                   const std::vector<bool>& mine, bool reports, int64_t max_tokens) {
+  const int64_t width = max_tokens + 1;
+  std::vector<float> rows(out.size() * size_t(width), 0.0f);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!mine[i] || !reports) continue;
+    rows[i * size_t(width)] = float(out[i].size());
+    for (size_t t = 0; t < out[i].size(); ++t) rows[i * size_t(width) + 1 + t] = float(out[i][t]);
+  }
+  tensor::Tensor t = tensor::from_floats(backend, rows, {int64_t(rows.size())});
+  world.all_reduce(t);
+  rows = tensor::to_floats(backend, t);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto length = size_t(rows[i * size_t(width)]);
+    out[i].resize(length);
+    for (size_t k = 0; k < length; ++k) out[i][k] = int32_t(rows[i * size_t(width) + 1 + k]);
   }
 }
 
@@ -167,8 +188,13 @@ std::vector<std::vector<int32_t>> greedy_decode(const ForwardFn& forward, tensor
     throw std::invalid_argument("greedy_decode: max_length leaves no room for max_tokens");
   }
   std::vector<std::vector<int32_t>> out(prompts.size());
-  for (size_t first = 0; first < prompts.size(); first += size_t(o.batch_size)) {
+  std::vector<bool> mine(prompts.size(), false);
+  const int replicas = groups.dp ? groups.dp->size() : 1;
+  const int replica = groups.dp ? groups.dp->rank() : 0;
+  size_t batch_index = 0;
+  for (size_t first = 0; first < prompts.size(); first += size_t(o.batch_size), ++batch_index) {
     const size_t count = std::min(prompts.size() - first, size_t(o.batch_size));
+    if (int(batch_index % size_t(replicas)) != replica) continue;
     Decoding d{.outputs = std::vector<std::vector<int32_t>>(count),
                .done = std::vector<bool>(count, false)};
     for (size_t k = 0; k < count; ++k) {
@@ -186,9 +212,13 @@ std::vector<std::vector<int32_t>> greedy_decode(const ForwardFn& forward, tensor
     }
     // T5's decoder holds [BOS] and max_tokens - 1 outputs before its last step.
     while (std::find(d.done.begin(), d.done.end(), false) != d.done.end()) step(forward, backend, d, o, groups);
-    for (size_t k = 0; k < count; ++k) out[first + k] = std::move(d.outputs[k]);
+    for (size_t k = 0; k < count; ++k) {
+      out[first + k] = std::move(d.outputs[k]);
+      mine[first + k] = true;
+    }
     if (progress) progress(int64_t(first + count), int64_t(prompts.size()));
   }
+  if (replicas > 1) share_outputs(backend, *groups.world, out, mine, groups.reports, o.max_tokens);
   return out;
 }
 

@@ -34,8 +34,8 @@ struct DecodeOptions {
 // (tensor, pipeline and data-parallel layouts). The argmax is torch.argmax's (the first column
 // of the largest logit, over the tensor-parallel shards in order); a draw sees the whole
 // vocabulary's logits, gathered from the shards, as `megatron generate` draws. Data-parallel
-// replicas each decode every prompt, the first replica's tokens being shared. Collective over
-// the groups.
+// replicas take the batches in turn, as the scorer's do, and share their outputs at the end.
+// Collective over the groups.
 std::vector<std::vector<int32_t>> greedy_decode(const ForwardFn& forward, tensor::Backend& backend,
                                                 const std::vector<std::vector<int32_t>>& prompts,
                                                 const DecodeOptions& options,

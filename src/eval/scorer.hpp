@@ -38,6 +38,7 @@ struct ScoreGroups {
   dist::Communicator* tp = nullptr;     // the tensor-parallel peers (their vocabulary shards)
   dist::Communicator* dp = nullptr;     // the replicas (this one is its rank)
   dist::Communicator* world = nullptr;  // every rank: each learns every score over it
+  dist::Communicator* replica = nullptr;  // the tensor- and pipeline-parallel ranks of this replica
   bool reports = true;  // this rank speaks for its replica: the last stage's tensor-parallel rank 0
 };
 

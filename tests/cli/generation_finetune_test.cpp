@@ -63,17 +63,17 @@ TEST(GenerationFinetune, AnInstructionTunedGptAnswersItsPromptsOnEveryLayout) {
   const auto ckpt = dir.path() / "sft";
   const CommandResult run =
       run_megatron("run " + kGpt + "finetune.format=sft finetune.train_data=" + data + " finetune.valid_data=" +
-                   data + " training.train_iters=60 --threads 2 checkpoint.save=" + ckpt.string() + " --run-dir " +
+                   data + " training.train_iters=60 --threads 1 checkpoint.save=" + ckpt.string() + " --run-dir " +
                    (dir.path() / "run").string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   // Eight examples packed into sequences of 33 tokens; only the answers (and each end of
   // document) are scored.
   EXPECT_THAT(run.out, HasSubstr("(8 examples, "));
-  for (const std::string layout : {"", "--nproc 2 parallel.pipeline=2"}) {
+  for (const std::string layout : {"", "--nproc 2 parallel.pipeline=2", "--nproc 2"}) {
     SCOPED_TRACE(layout);
-    const auto json = dir.path() / ("eval" + std::to_string(layout.size()) + ".json");
+    const auto json = dir.path() / ("eval" + std::to_string(layout.size()) + ".json");  // eval0.json: one process
     const CommandResult eval = run_megatron("eval " + ckpt.string() + " --task generation --data " + data +
-                                            " --answer-field response --max-tokens 4 --batch-size 3 --json " +
+                                            " --answer-field response --max-tokens 4 --batch-size 3 --threads 1 --json " +
                                             json.string() + " " + layout);
     ASSERT_EQ(eval.exit_code, 0) << eval.err;
     const nlohmann::json results = read_json(json);
@@ -89,7 +89,7 @@ TEST(GenerationFinetune, AnInstructionTunedGptAnswersItsPromptsOnEveryLayout) {
     const auto json = dir.path() / ("sampled" + std::to_string(i) + ".json");
     const CommandResult eval = run_megatron(
         "eval " + ckpt.string() + " --task generation --data " + data +
-        " --answer-field response --max-tokens 4 --temperature 5 --seed 7 --json " + json.string() +
+        " --answer-field response --max-tokens 4 --temperature 5 --seed 7 --threads 1 --json " + json.string() +
         (i == 0 ? " --batch-size 3" : " --batch-size 8 --nproc 2 parallel.tensor=2"));
     ASSERT_EQ(eval.exit_code, 0) << eval.err;
     drawn[i] = predictions(read_json(json));
@@ -113,7 +113,7 @@ TEST(GenerationFinetune, ASeq2SeqTunedT5DecodesItsTargetsAndScoresThemWithBleuAn
       "model.max_position_embeddings=12 model.hidden_size=64 model.ffn_hidden_size=256 "
       "finetune.format=seq2seq finetune.train_data=" + data +
       " training.micro_batch_size=4 training.global_batch_size=8 training.train_iters=80 training.lr=3e-3 "
-      "logging.interval=20 eval.interval=null --threads 2 checkpoint.save=" + ckpt.string() +
+      "logging.interval=20 eval.interval=null --threads 1 checkpoint.save=" + ckpt.string() +
       " --run-dir " + (dir.path() / "run").string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("(8 pairs)"));
@@ -121,7 +121,7 @@ TEST(GenerationFinetune, ASeq2SeqTunedT5DecodesItsTargetsAndScoresThemWithBleuAn
   const CommandResult eval =
       run_megatron("eval " + ckpt.string() + " --task generation --data " + data +
                    " --prompt-field source --answer-field target --metrics exact_match,bleu,chrf "
-                   "--max-tokens 6 --batch-size 4 --json " + json.string());
+                   "--max-tokens 6 --batch-size 4 --threads 1 --json " + json.string());
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
   const nlohmann::json r = read_json(json)["results"]["generation"];
   EXPECT_GE(r["exact_match,none"].get<double>(), 0.75) << r.dump();
