@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <ranges>
 
 #include "core/printable.hpp"
 #include "recipe/codec.hpp"
@@ -120,8 +120,9 @@ EvalTask parse_task(const YAML::Node& item, const FieldSpec& spec, const Origin&
     if (key == "answer_field") t.answer_field = string_of(v, key);
     if (key == "metrics") {
       t.metrics = string_of(v, key);
-      for (const auto part : std::views::split(*t.metrics, ',')) {
-        const std::string name(part.begin(), part.end());
+      for (size_t begin = 0, end = 0; begin <= t.metrics->size(); begin = end + 1) {
+        end = std::min(t.metrics->find(',', begin), t.metrics->size());
+        const std::string name = t.metrics->substr(begin, end - begin);
         if (std::find(kMetrics.begin(), kMetrics.end(), name) == kMetrics.end()) {
           fail_at(origin_at(v, outer), fmt::format("{}.metrics: '{}' is not one of {} (a comma-separated "
                                                    "list, e.g. bleu,chrf){}",

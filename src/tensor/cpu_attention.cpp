@@ -153,7 +153,6 @@ struct Layout {
   // rows past the sequence).
   struct Columns {
     int64_t lo = 0, hi = 0;
-    bool empty() const { return lo >= hi; }
   };
   Columns valid_columns(int64_t i, int64_t j0, bool causal, int64_t keys, int64_t first) const {
     if (i >= seq) return {};
@@ -326,8 +325,10 @@ void forward_head(const Layout& l, const AttentionOptions& options, int64_t keys
                     kBlock, false);
       for (int64_t r = 0; r < kBlock; ++r) {
         float* srow = s + r * kBlock;
-        const auto [lo, valid] =
+        // Plain variables, not structured bindings: clang cannot use those in OpenMP regions.
+        const Layout::Columns columns =
             l.valid_columns(i0 + r, j0, options.causal, keys, first(i0 + r, l.seq));
+        const int64_t lo = columns.lo, valid = columns.hi;
         if (lo >= valid) {
           std::fill(srow, srow + kBlock, 0.0f);
           continue;
@@ -413,7 +414,8 @@ void backward_head(const Layout& l, const AttentionOptions& options, int64_t key
         float* srow = s + r * kBlock;
         float* dprow = dpb + r * kBlock;
         const int64_t i = i0 + r;
-        const auto [lo, valid] = l.valid_columns(i, j0, options.causal, keys, first(i, l.seq));
+        const Layout::Columns columns = l.valid_columns(i, j0, options.causal, keys, first(i, l.seq));
+        const int64_t lo = columns.lo, valid = columns.hi;
         if (lo >= valid) {
           std::fill(srow, srow + kBlock, 0.0f);
           std::fill(dprow, dprow + kBlock, 0.0f);
