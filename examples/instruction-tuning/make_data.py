@@ -16,6 +16,10 @@ import json
 import os
 import random
 import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from example_data import write_splits  # noqa: E402
 
 TITLES = {
     "prideprejudice": "Pride and Prejudice",
@@ -61,15 +65,7 @@ def main():
             held_out = line_number % 5 == 0
             for p in passages(chapter["text"]):
                 (test if held_out else train).append({"prompt": prompt(p), "response": " " + title})
-    rng = random.Random(1234)
-    rng.shuffle(train)
-    rng.shuffle(test)
-    train, valid, test = train[: args.train], test[:100], test[100 : 100 + args.test]
-    os.makedirs(args.out, exist_ok=True)
-    for name, rows in (("train", train), ("valid", valid), ("test", test)):
-        with open(os.path.join(args.out, name + ".jsonl"), "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+    train, valid, test = write_splits(args.out, train, test, args.train, args.test, random.Random(1234))
     counts = collections.Counter(row["response"] for row in test)
     answer, n = counts.most_common(1)[0]
     print(f"{len(train)} training, {len(valid)} validation and {len(test)} test examples; always answering{answer} "

@@ -18,6 +18,10 @@ import json
 import os
 import random
 import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from example_data import write_splits  # noqa: E402
 
 
 def clauses(text):
@@ -55,14 +59,7 @@ def main():
             target[-2], target[-1] = target[-1], target[-2]
             row = {"source": " ".join(clause), "target": " ".join(target)}
             (test if number % 5 == 0 else train).append(row)
-    rng.shuffle(train)
-    rng.shuffle(test)
-    train, valid, test = train[: args.train], test[:100], test[100 : 100 + args.test]
-    os.makedirs(args.out, exist_ok=True)
-    for name, rows in (("train", train), ("valid", valid), ("test", test)):
-        with open(os.path.join(args.out, name + ".jsonl"), "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+    train, valid, test = write_splits(args.out, train, test, args.train, args.test, rng)
     print(f"{len(train)} training, {len(valid)} validation and {len(test)} test pairs over a vocabulary of {len(words)} words")
 
 
