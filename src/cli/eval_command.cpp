@@ -113,6 +113,24 @@ generate::Sampling sampling_of(const EvalArgs& a) {
   return {.temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p};
 }
 
+// Refused before the model is built: a GPT needs a prompt token beside the outputs in its
+// positions; a T5's decoder holds [BOS] and all but the last output.
+void check_output_room(int64_t max_tokens, const recipe::CompiledRecipe& compiled) {
+  if (compiled.recipe.model.arch == recipe::Arch::T5) {
+    const int64_t decoder = compiled.derived.decoder_seq_length;
+    if (max_tokens > decoder) {
+      throw UserError(fmt::format("--max-tokens {} is more than the decoder's {} positions "
+                                  "(data.decoder_seq_length)", max_tokens, decoder));
+    }
+    return;
+  }
+  const int64_t positions = compiled.derived.max_position_embeddings;
+  if (max_tokens >= positions) {
+    throw UserError(fmt::format("--max-tokens {} leaves no room for a prompt in the model's {} "
+                                "positions (model.max_position_embeddings)", max_tokens, positions));
+  }
+}
+
 // Generated text as the metrics read it: without the whitespace around it.
 std::string trimmed(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\n\r");
@@ -205,6 +223,7 @@ void run_eval(const EvalArgs& a) {
       throw UserError(dir->string() + ": generation from t5 needs its WordPiece vocabulary "
                                       "(data.vocab_file) for [BOS] and [EOS]");
     }
+    if (spec.task == "generation") check_output_room(spec.max_tokens, compiled);
     inputs.push_back(eval::read_task_input(spec, *tokenizer, compiled.recipe.finetune));
   }
   exec_local_job_if_asked(a.nproc, a.threads);
@@ -312,16 +331,8 @@ void run_eval(const EvalArgs& a) {
           decoding.bos = extras.bos;
           decoding.pad = tokenizer->special_tokens().pad.value_or(0);
           decoding.stop_tokens = {extras.eos};
-          if (max_tokens > decoding.max_length) {
-            throw UserError(fmt::format("--max-tokens {} is more than the decoder's {} positions "
-                                        "(data.decoder_seq_length)", max_tokens, decoding.max_length));
-          }
-        } else {
-          if (const auto eod = tokenizer->special_tokens().eod) decoding.stop_tokens = {*eod};
-          if (max_tokens >= decoding.max_length) {
-            throw UserError(fmt::format("--max-tokens {} leaves no room for a prompt in the model's "
-                                        "{} positions", max_tokens, decoding.max_length));
-          }
+        } else if (const auto eod = tokenizer->special_tokens().eod) {
+          decoding.stop_tokens = {*eod};
         }
         std::vector<std::vector<int32_t>> ids;
         for (const std::string& p : prompts) {

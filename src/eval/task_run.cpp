@@ -39,7 +39,7 @@ std::vector<std::string> metrics_named(const std::string& names) {
     const auto end = std::min(names.find(',', begin), names.size());
     const std::string name = names.substr(begin, end - begin);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw UserError("metrics: '" + printable(name) + "' is not one of exact_match, f1, bleu, chrf "
+      throw UserError("--metrics: '" + printable(name) + "' is not one of exact_match, f1, bleu, chrf "
                       "(a comma-separated list, e.g. bleu,chrf)");
     }
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);

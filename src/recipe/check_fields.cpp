@@ -34,7 +34,10 @@ void check_finetune_format(const Recipe& r, const Locator& where) {
   const bool chat = data && ft.format == FinetuneFormat::Chat;
   const bool seq2seq = data && ft.format == FinetuneFormat::Seq2Seq;
   for (const Key& key :
-       {Key{"finetune.text_field", jsonl, ft.text_field != defaults.text_field},
+       {Key{"finetune.valid_data", data, ft.valid_data.has_value()},
+        Key{"finetune.format", data, ft.format != defaults.format},
+        Key{"finetune.pretrained", data, ft.pretrained.has_value()},
+        Key{"finetune.text_field", jsonl, ft.text_field != defaults.text_field},
         Key{"finetune.text_b_field", jsonl, ft.text_b_field.has_value()},
         Key{"finetune.label_field", jsonl, ft.label_field != defaults.label_field},
         Key{"finetune.labels", jsonl, !ft.labels.empty()},
@@ -120,13 +123,6 @@ void check_fields(const Recipe& r, const Locator& where) {
         if (ft.labels[i] == ft.labels[j]) {
           fail_at(where.at("finetune.labels"), "finetune.labels names '" + ft.labels[i] + "' twice");
         }
-      }
-    }
-  } else {
-    for (const char* key : {"finetune.valid_data", "finetune.pretrained"}) {
-      if (where.set(key) && (std::string(key) == "finetune.valid_data" ? bool(ft.valid_data) : bool(ft.pretrained))) {
-        fail_at(where.at(key), std::string(key) + " belongs to classification fine-tuning: set "
-                               "finetune.train_data too, or remove it");
       }
     }
   }

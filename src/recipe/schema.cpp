@@ -417,8 +417,9 @@ std::vector<FieldSpec> other_fields() {
                     "sft, chat: pack several examples into each sequence, attention and positions "
                     "kept within each example; false: one example per sequence, padded."));
     out.push_back(f("pretrained", &S::pretrained,
-                    "Checkpoint whose weights start the run (any layout; its language-model heads "
-                    "are left out, the classifier drawn fresh); checkpoint.load resumes instead.",
+                    "Checkpoint whose weights start the run (any layout, a Hugging Face import "
+                    "included; a classifier is drawn fresh, and its language-model heads are left "
+                    "out); checkpoint.load resumes instead.",
                     derived("weights drawn from training.seed")));
   }
   {

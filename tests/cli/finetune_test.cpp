@@ -115,7 +115,7 @@ TEST(Finetune, RecipesThatCannotMeanWhatTheySayAreRefused) {
   const CommandResult stray = run_megatron("run " + kSmall + "finetune.pretrained=x --run-dir " +
                                            (dir.path() / "s").string());
   EXPECT_EQ(stray.exit_code, 2);
-  EXPECT_THAT(stray.err, HasSubstr("finetune.pretrained belongs to classification fine-tuning"));
+  EXPECT_THAT(stray.err, HasSubstr("finetune.pretrained belongs to fine-tuning"));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace megatron::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kSource = MEGATRON_SOURCE_DIR;
 
@@ -101,6 +102,12 @@ TEST(GenerationFinetune, AnInstructionTunedGptAnswersItsPromptsOnEveryLayout) {
                                                    data + " --top-k 3");
   EXPECT_EQ(shaped_greedy.exit_code, 2);
   EXPECT_THAT(shaped_greedy.err, HasSubstr("give --temperature too"));
+  // 32 outputs fill the model's 32 positions: refused before the model is built.
+  const CommandResult no_room = run_megatron("eval " + ckpt.string() + " --task generation --data " + data +
+                                             " --answer-field response --max-tokens 32");
+  EXPECT_EQ(no_room.exit_code, 2);
+  EXPECT_THAT(no_room.err, HasSubstr("--max-tokens 32 leaves no room for a prompt in the model's 32 positions"));
+  EXPECT_THAT(no_room.out, Not(HasSubstr("megatron eval")));  // the model was never loaded
 }
 
 TEST(GenerationFinetune, ASeq2SeqTunedT5DecodesItsTargetsAndScoresThemWithBleuAndChrf) {

@@ -153,5 +153,42 @@ TEST_F(RecipeTest, DecoderSettingsAreOnlyForT5) {
               HasSubstr("model.decoder_num_layers is only used by arch: t5"));
 }
 
+// Packed documents are GPT's: a BERT or T5 sample holds one document, so the keys would act on
+// nothing there.
+TEST_F(RecipeTest, PackedDocumentKeysAreRefusedOutsideGpt) {
+  for (const char* key : {"data.reset_position_ids", "data.reset_attention_mask", "data.eod_mask_loss"}) {
+    EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=bert", std::string(key) + "=true"}),
+                HasSubstr(std::string(key) + " is only used by arch: gpt"));
+  }
+  const CompiledRecipe gpt = compile_text(kMinimalRecipe, {"data.reset_attention_mask=true"});
+  EXPECT_TRUE(gpt.recipe.data.reset_attention_mask);
+  EXPECT_FALSE(gpt.recipe.data.reset_position_ids);
+}
+
+// Fine-tuning keys act only with the format that reads them, and only with fine-tuning data.
+TEST_F(RecipeTest, FinetuneKeysOfAnotherFormatOrWithoutDataAreRefused) {
+  const std::vector<std::string> sft = {"finetune.format=sft", "finetune.train_data=qa.jsonl",
+                                        "data.prefixes=[]", "data.mock=false"};
+  auto with = [&](std::vector<std::string> overrides, const std::string& more) {
+    overrides.push_back(more);
+    return error_of(kMinimalRecipe, overrides);
+  };
+  EXPECT_THAT(with(sft, "finetune.messages_field=turns"),
+              HasSubstr("finetune.messages_field is not read by finetune.format: sft"));
+  EXPECT_THAT(with(sft, "finetune.source_field=src"),
+              HasSubstr("finetune.source_field is not read by finetune.format: sft"));
+  EXPECT_THAT(with(sft, "finetune.labels=[a, b]"), HasSubstr("finetune.labels is not read by finetune.format: sft"));
+  EXPECT_THAT(with({}, "finetune.valid_data=v.jsonl"),
+              HasSubstr("finetune.valid_data belongs to fine-tuning: set finetune.train_data too"));
+  EXPECT_THAT(with({}, "finetune.format=seq2seq"),
+              HasSubstr("finetune.format belongs to fine-tuning: set finetune.train_data too"));
+  EXPECT_THAT(with({"finetune.format=seq2seq", "finetune.train_data=p.jsonl", "data.prefixes=[]",
+                    "data.mock=false"}, "model.arch=gpt"),
+              HasSubstr("finetune.format: seq2seq trains an encoder-decoder (arch: t5)"));
+  const CompiledRecipe ok = compile_text(kMinimalRecipe, {sft[0], sft[1], sft[2], sft[3], "finetune.pack=false"});
+  EXPECT_FALSE(ok.recipe.finetune.pack);
+  EXPECT_EQ(ok.derived.classes, 0);  // a language model, not a classifier
+}
+
 }  // namespace
 }  // namespace megatron::recipe

@@ -361,5 +361,14 @@ TEST_F(FromMegatron, EveryTableKeyIsARecipeKeyEverySwitchTranslatesAndEveryListi
   }
 }
 
+TEST_F(FromMegatron, PackedDocumentFlagsBecomeTheirDataKeys) {
+  const auto c = translate(essentials_and({"--mock-data", "--reset-position-ids", "--reset-attention-mask",
+                                           "--eod-mask-loss"}));
+  EXPECT_TRUE(c.recipe.data.reset_position_ids);
+  EXPECT_TRUE(c.recipe.data.reset_attention_mask);
+  EXPECT_TRUE(c.recipe.data.eod_mask_loss);
+  EXPECT_THAT(last_.untranslated, IsEmpty());
+}
+
 }  // namespace
 }  // namespace megatron::recipe
