@@ -154,6 +154,12 @@ TrainData instruction_data(const recipe::CompiledRecipe& compiled, int64_t train
   const auto train = std::make_shared<data::SftSource>(read(*ft.train_data), r.data.seq_length, ft.pack,
                                                        uint64_t(r.training.seed),
                                                        std::max<int64_t>(train_samples, 1), true, *eod);
+  if (train->stats().scored_tokens == 0) {
+    throw UserError(fmt::format("{}: no example keeps a response token within data.seq_length + 1 = {} "
+                                "tokens, so training would learn nothing: raise data.seq_length or "
+                                "shorten the prompts",
+                                *ft.train_data, r.data.seq_length + 1));
+  }
   TrainData out{.train = train, .description = describe(*ft.train_data, *train)};
   if (ft.valid_data) {
     const auto valid = std::make_shared<data::SftSource>(read(*ft.valid_data), r.data.seq_length, ft.pack, 0,

@@ -163,5 +163,15 @@ TEST(GenerationFinetune, AMalformedExampleStopsTheRunNamingItsLine) {
   EXPECT_THAT(r.err, HasSubstr("response"));
 }
 
+TEST(GenerationFinetune, DataWhoseResponsesAllFallPastTheSequenceIsRefused) {
+  test_support::TempDir dir;
+  const std::string data =
+      dir.write("long.jsonl", "{\"prompt\": \"a prompt far longer than four tokens\", \"response\": \" x\"}\n").string();
+  const CommandResult r = run_megatron("run " + kGpt + "data.seq_length=4 finetune.format=sft finetune.train_data=" +
+                                       data + " training.train_iters=3 --run-dir " + (dir.path() / "run").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(data + ": no example keeps a response token within data.seq_length + 1 = 5"));
+}
+
 }  // namespace
 }  // namespace megatron::cli
