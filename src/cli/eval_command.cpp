@@ -439,7 +439,8 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--top-p", args->top_p,
                   "generation, sampling: from the smallest set of tokens with this much probability (0: off)");
   cmd->add_option("--seed", args->seed,
-                  "generation, sampling: prompt i draws from seed + i (default 1234)");
+                  "generation, sampling: prompt i draws from seed + i (default 1234)")
+      ->check(whole_number_from_zero());
   flags.push_back(cmd->add_option("--fewshot-data", args->fewshot_data,
                   "multiple choice: the examples' file (default: the task's own, less the question)"));
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");

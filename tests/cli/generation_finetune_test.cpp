@@ -108,6 +108,10 @@ TEST(GenerationFinetune, AnInstructionTunedGptAnswersItsPromptsOnEveryLayout) {
   EXPECT_EQ(no_room.exit_code, 2);
   EXPECT_THAT(no_room.err, HasSubstr("--max-tokens 32 leaves no room for a prompt in the model's 32 positions"));
   EXPECT_THAT(no_room.out, Not(HasSubstr("megatron eval")));  // the model was never loaded
+  const CommandResult negative_seed = run_megatron("eval " + ckpt.string() + " --task generation --data " +
+                                                   data + " --temperature 1 --seed -5");
+  EXPECT_EQ(negative_seed.exit_code, 2);
+  EXPECT_THAT(negative_seed.err, HasSubstr("--seed"));
 }
 
 TEST(GenerationFinetune, ASeq2SeqTunedT5DecodesItsTargetsAndScoresThemWithBleuAndChrf) {
