@@ -1,17 +1,27 @@
-// `megatron plan RECIPE [overrides] [--nodes N --gpus-per-node G] [--hardware NAME] [--rank R]
-// [--json]`
+// `megatron plan RECIPE [overrides] [--nodes N --gpus-per-node G] [--hardware NAME|FILE.json]
+// [--rank R] [--json]`, and `megatron plan [RECIPE] --calibrate [--output FILE] [--device D]
+// [--threads N] [--quick]`, which measures this machine into a hardware profile file first.
+#include <fmt/format.h>
+
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
 #include "core/error.hpp"
+#include "dist/launcher.hpp"
+#include "dist/mpi_communicator.hpp"
 #include "plan/hardware.hpp"
+#include "plan/hardware_file.hpp"
 #include "plan/plan.hpp"
 #include "plan/report.hpp"
 
 #include <nlohmann/json.hpp>
 #include "recipe/compile.hpp"
 #include "recipe/schema.hpp"
+#include "tensor/make_backend.hpp"
+#include "train/calibration.hpp"
+#include "train/device_setup.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -24,9 +34,75 @@ struct PlanArgs {
   std::optional<std::string> hardware;
   std::optional<int64_t> rank;
   bool json = false;
+  bool calibrate = false;
+  std::optional<std::string> output;
+  std::string device;
+  int threads = 0;
+  bool quick = false;
 };
 
-void run_plan(const PlanArgs& args) {
+// Measures this machine (every rank of an mpirun job takes part in the collectives) and writes
+// the profile; returns its path.
+std::string run_calibration(const PlanArgs& args) {
+  const std::string output = args.output.value_or("hardware.json");
+  const std::string base_name = args.hardware.value_or("cpu");
+  const plan::HardwareProfile& base = plan::find_hardware(base_name);
+  const tensor::Device device =
+      args.device == "cuda" || (args.device.empty() && base.name != "cpu") ? tensor::Device::Cuda
+                                                                            : tensor::Device::Cpu;
+  const dist::LaunchInfo launch = dist::launch_info();
+  if (device == tensor::Device::Cuda) tensor::select_cuda_device(launch.local_rank);
+  std::unique_ptr<dist::MpiRuntime> mpi;
+  if (launch.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
+  auto backend = tensor::make_backend(device, {.threads = args.threads,
+                                               .cuda_device = launch.local_rank});
+  auto world = train::make_world(mpi.get(), *backend);
+  const bool writer = world->rank() == 0;
+  if (writer)
+    std::cerr << fmt::format("calibrating {} from the {} profile's datasheet numbers{}\n",
+                             backend->description(), base.name,
+                             world->size() > 1 ? fmt::format(", {} ranks", world->size()) : "");
+  train::CalibrationOptions options;
+  options.quick = args.quick;
+  options.progress = [](const std::string& line) { std::cerr << "  " << line << std::endl; };
+  plan::HardwareProfile profile = train::calibrate(base, *backend, world.get(), options);
+  profile.name = base.name + "-calibrated";
+  profile.description = base.description + ", calibrated";
+  if (writer) {
+    plan::write_hardware_file(profile, output);
+    std::cerr << fmt::format("wrote {}: use it with `megatron plan RECIPE --hardware {}` or "
+                             "cluster.hardware: {}\n",
+                             output, output, output);
+  }
+  world->barrier();
+  return output;
+}
+
+void check_calibration_flags(const PlanArgs& args) {
+  const std::pair<bool, const char*> flags[] = {{args.output.has_value(), "--output"},
+                                                {!args.device.empty(), "--device"},
+                                                {args.threads != 0, "--threads"},
+                                                {args.quick, "--quick"}};
+  for (const auto& [given, flag] : flags)
+    if (given && !args.calibrate)
+      throw UserError(std::string("plan: ") + flag + " goes with --calibrate");
+  if (args.calibrate && args.file.empty() &&
+      (args.rank || !args.overrides.empty() || args.nodes || args.gpus_per_node || args.json))
+    throw UserError("plan: overrides, --nodes, --gpus-per-node, --rank and --json need a recipe");
+  if (args.output && !plan::is_profile_file(*args.output))
+    throw UserError("plan: --output " + *args.output + ": a hardware profile file's name ends "
+                    "in .json (so that cluster.hardware tells it from a profile's name)");
+}
+
+void run_plan(PlanArgs args) {
+  check_calibration_flags(args);
+  if (args.calibrate) {
+    const std::string written = run_calibration(args);
+    if (args.file.empty() || dist::launch_info().rank != 0) return;
+    args.hardware = written;
+  } else if (args.file.empty()) {
+    throw UserError("plan: a recipe is required (or --calibrate, to measure this machine)");
+  }
   recipe::CompileOptions options;
   options.overrides = args.overrides;
   // Flags are overrides too, applied last, so `recipe show` and errors name them.
@@ -64,7 +140,7 @@ void add_plan_command(CLI::App& app, Actions& actions) {
   auto* cmd = app.add_subcommand(
       "plan", "Show how a recipe runs without running it: layout, parameters, memory per rank, "
               "FLOPs, communication, predicted step time");
-  cmd->add_option("recipe", args->file, "Recipe YAML file")->required();
+  cmd->add_option("recipe", args->file, "Recipe YAML file");
   cmd->add_option("overrides", args->overrides, "section.key=value overrides");
   // Validators run on the text before CLI11 converts it, so a number past int64 is refused
   // here too instead of wrapping.
@@ -74,8 +150,25 @@ void add_plan_command(CLI::App& app, Actions& actions) {
                   "GPUs per node (overrides cluster.gpus_per_node)")
       ->check(like_key("cluster.gpus_per_node"));
   cmd->add_option("--hardware", args->hardware,
-                  "Hardware profile: a100-80gb, h100-sxm, h200 or cpu (overrides "
-                  "cluster.hardware)");
+                  "Hardware profile: a100-80gb, h100-sxm, h200, cpu, or a FILE.json from "
+                  "--calibrate (overrides cluster.hardware; with --calibrate, the datasheet "
+                  "profile to start from, default cpu)");
+  cmd->add_flag("--calibrate", args->calibrate,
+                "Measure this machine first (GEMMs by shape, attention, memory bandwidth, "
+                "kernel overhead; collectives when launched on several ranks) into a hardware "
+                "profile file (--output), then plan RECIPE with it if one is given");
+  cmd->add_option("--output", args->output,
+                  "With --calibrate: the profile file to write (default hardware.json)");
+  cmd->add_option("--device", args->device,
+                  "With --calibrate: measure the cpu or cuda backend (default: cpu for the cpu "
+                  "profile, else cuda)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--threads", args->threads,
+                  "With --calibrate on the cpu: threads (default OMP_NUM_THREADS, else every "
+                  "core)")
+      ->check(parallelism("--threads"));
+  cmd->add_flag("--quick", args->quick,
+                "With --calibrate: a small grid in seconds (a first look; tests)");
   cmd->add_option("--rank", args->rank,
                   "Show one rank instead: its coordinates, model chunks and layers, and the "
                   "pipeline program (forward and backward passes in order) it runs")

@@ -5,7 +5,8 @@
 #include <algorithm>
 
 #include "plan/communication.hpp"
-#include "plan/flops.hpp"
+#include "plan/kernel_time.hpp"
+#include "plan/stage_work.hpp"
 #include "plan/units.hpp"
 
 namespace megatron::plan {
@@ -50,14 +51,16 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   };
 
   const double peak = x.dtype == recipe::DType::F32 ? hw.peak_flops_32bit : hw.peak_flops_16bit;
-  const double sustained = peak * hw.achievable_fraction;
-  double critical = 0, critical_compute = 0, critical_communication = 0;
+  const bool sixteen_bit = x.dtype != recipe::DType::F32;
+  double critical = 0, critical_compute = 0, critical_communication = 0, optimizer = 0;
   double data_parallel = 0, embedding_sync = 0;
   for (const Stage& stage : plan.stages) {
-    // A stage's FLOPs are shared evenly by its t c D ranks; the slowest stage sets the pace.
-    const double flops =
-        stage_flops(x, stage).hardware_per_iteration / static_cast<double>(stage_ranks);
-    const double compute = sustained > 0 ? flops / sustained : 0;
+    // Each rank of a stage runs its share of every kernel (plan/stage_work.hpp) for each of
+    // the m micro-batches; the slowest stage sets the pace.
+    const StageTime time = stage_time(hw, stage_work(x, stage), sixteen_bit);
+    const double compute = static_cast<double>(x.m) * time.per_microbatch();
+    optimizer = std::max(optimizer, time.optimizer);
+    out.optimizer_time_s = optimizer;
     const PipelineSends sends = pipeline_sends(x, chunks, stage);
     const int64_t next = (stage.index + 1) % x.p, previous = (stage.index + x.p - 1) % x.p;
     const double communication = seconds(tensor_parallel_bytes(x, stage), tp_bandwidth) +
@@ -67,6 +70,11 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
       critical = compute + communication;
       critical_compute = compute;
       critical_communication = communication;
+      const double m = static_cast<double>(x.m);
+      out.gemm_time_s = m * time.gemm;
+      out.attention_time_s = m * time.attention;
+      out.memory_time_s = m * time.memory;
+      out.overhead_time_s = m * time.overhead;
     }
     data_parallel = std::max(data_parallel, seconds(data_parallel_bytes(x, stage), dp_bandwidth));
     embedding_sync = std::max(embedding_sync,
@@ -74,10 +82,11 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   }
   // Data-parallel reduction overlaps the backward pass in part; the embedding sync and the
   // pipeline bubble do not overlap anything.
+  // The optimizer runs once all micro-batches are done, outside the pipeline's bubble.
   const double exposed = data_parallel * (1 - hw.dp_overlap) + embedding_sync;
-  out.compute_time_s = critical_compute;
+  out.compute_time_s = critical_compute + optimizer;
   out.communication_time_s = critical_communication + exposed;
-  out.step_time_s = critical / (1 - plan.schedule.bubble_fraction) + exposed;
+  out.step_time_s = critical / (1 - plan.schedule.bubble_fraction) + optimizer + exposed;
   if (out.step_time_s > 0) {
     out.tokens_per_second = static_cast<double>(plan.tokens_per_iteration) / out.step_time_s;
     if (peak > 0)

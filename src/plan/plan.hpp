@@ -83,6 +83,12 @@ struct Estimate {
   std::string hardware;         // profile name
   double compute_time_s = 0;
   double communication_time_s = 0;  // exposed (not overlapped)
+  // The critical stage's compute per iteration, by kind of kernel (they sum to compute_time_s).
+  double gemm_time_s = 0;
+  double attention_time_s = 0;
+  double memory_time_s = 0;     // elementwise traffic
+  double overhead_time_s = 0;   // per-kernel fixed costs
+  double optimizer_time_s = 0;
   double step_time_s = 0;
   double mfu = 0;
   double tokens_per_second = 0;

@@ -47,9 +47,15 @@ const char* recompute_name(recipe::Recompute r) {
   return "no recompute";
 }
 
-const HardwareProfile* profile_named(const std::string& name) {
+// The profile the plan was made with: a shipped one or the recipe's profile file.
+const HardwareProfile* profile_named(const std::string& name,
+                                     const recipe::CompiledRecipe& compiled) {
   for (const HardwareProfile& profile : hardware_profiles())
     if (profile.name == name) return &profile;
+  if (is_profile_file(compiled.recipe.cluster.hardware)) {
+    const HardwareProfile& file = find_hardware(compiled.recipe.cluster.hardware);
+    if (file.name == name) return &file;
+  }
   return nullptr;
 }
 
@@ -99,7 +105,8 @@ void parameters_section(std::ostringstream& out, const Plan& plan) {
                      short_count(p.per_rank_min));
 }
 
-void memory_section(std::ostringstream& out, const Plan& plan) {
+void memory_section(std::ostringstream& out, const Plan& plan,
+                    const recipe::CompiledRecipe& compiled) {
   const MemoryBreakdown& m = plan.peak_rank;
   const Stage& peak = plan.stages[plan.peak_stage];
   out << fmt::format("Memory per rank (peak: stage {})\n", plan.peak_stage);
@@ -110,7 +117,7 @@ void memory_section(std::ostringstream& out, const Plan& plan) {
                      bytes_text(m.activations), bytes_text(peak.activation_bytes_per_microbatch),
                      peak.microbatches_in_flight);
   if (m.runtime > 0) out << fmt::format("  runtime      {:>11}  (the process: code, libraries, BLAS buffers)\n", bytes_text(m.runtime));
-  const HardwareProfile* hw = profile_named(plan.estimate.hardware);
+  const HardwareProfile* hw = profile_named(plan.estimate.hardware, compiled);
   const std::string device = hw ? fmt::format(" of {} on {}", gib(hw->memory_bytes), hw->name) : "";
   out << fmt::format("  total        {:>11}{}: {}\n", bytes_text(m.total()), device,
                      plan.estimate.fits ? "fits" : "DOES NOT FIT");
@@ -143,12 +150,18 @@ void communication_section(std::ostringstream& out, const Plan& plan) {
   out << fmt::format("  embedding sync     {:>11}\n", bytes_text(c.embedding_sync));
 }
 
-void estimate_section(std::ostringstream& out, const Plan& plan) {
+void estimate_section(std::ostringstream& out, const Plan& plan,
+                      const recipe::CompiledRecipe& compiled) {
   const Estimate& e = plan.estimate;
-  const HardwareProfile* hw = profile_named(e.hardware);
+  const HardwareProfile* hw = profile_named(e.hardware, compiled);
   out << fmt::format("Estimate on {}{}\n", e.hardware, hw ? " (" + hw->description + ")" : "");
+  if (hw && hw->source != "datasheet") out << fmt::format("  profile      {}\n", hw->source);
   out << fmt::format("  step time    {:.3f} s (compute {:.3f} s, exposed communication {:.3f} s)\n",
                      e.step_time_s, e.compute_time_s, e.communication_time_s);
+  out << fmt::format("  compute      GEMMs {:.3f} s, attention {:.3f} s, memory-bound {:.3f} s, "
+                     "kernel overheads {:.3f} s, optimizer {:.3f} s\n",
+                     e.gemm_time_s, e.attention_time_s, e.memory_time_s, e.overhead_time_s,
+                     e.optimizer_time_s);
   // A tiny model on a huge world predicts more tokens/s than an int64 holds.
   out << fmt::format("  throughput   {} tokens/s\n",
                      e.tokens_per_second < 1e15
@@ -175,13 +188,13 @@ std::string render_text(const Plan& plan, const recipe::CompiledRecipe& compiled
   out << "\n";
   parameters_section(out, plan);
   out << "\n";
-  memory_section(out, plan);
+  memory_section(out, plan, compiled);
   out << "\n";
   compute_section(out, plan, compiled);
   out << "\n";
   communication_section(out, plan);
   out << "\n";
-  estimate_section(out, plan);
+  estimate_section(out, plan, compiled);
   return out.str();
 }
 

@@ -431,10 +431,12 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(
         c("gpus_per_node", &S::gpus_per_node, "Ranks (GPUs) per node.", up_to(kMaxGpusPerNode)));
     out.push_back(c("hardware", &S::hardware,
-                    "Hardware profile for `megatron plan`: a100-80gb, h100-sxm, h200 or cpu."));
+                    "Hardware profile for `megatron plan`: a100-80gb, h100-sxm, h200, cpu, or "
+                    "a FILE.json that `megatron plan --calibrate` measured."));
     out.push_back(c("device", &S::device,
                     "Where `megatron run` computes: cpu, cuda (one GPU per rank, NCCL between "
-                    "them), or auto: cpu when hardware is cpu, else cuda."));
+                    "them), or auto: cpu when hardware is cpu (or a profile file measured on "
+                    "the cpu), else cuda."));
     out.push_back(c("partition", &S::partition, "Slurm partition.", derived("the cluster default")));
     out.push_back(c("account", &S::account, "Slurm account.", derived("the user's default")));
     out.push_back(c("time_limit", &S::time_limit,

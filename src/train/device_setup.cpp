@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "dist/self_communicator.hpp"
+#include "plan/hardware.hpp"
 #include "tensor/make_backend.hpp"
 #ifdef MEGATRON_WITH_CUDA
 #include "dist/nccl_communicator.hpp"
@@ -16,6 +17,9 @@ tensor::Device run_device(const recipe::Recipe& r) {
     case recipe::DeviceKind::Cuda: return tensor::Device::Cuda;
     case recipe::DeviceKind::Auto: break;
   }
+  if (plan::is_profile_file(r.cluster.hardware))  // a calibrated profile knows its device
+    return plan::find_hardware(r.cluster.hardware).device == "cpu" ? tensor::Device::Cpu
+                                                                   : tensor::Device::Cuda;
   return r.cluster.hardware == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
 }
 
