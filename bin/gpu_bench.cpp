@@ -832,8 +832,8 @@ class Bench {
   // --- flash attention -----------------------------------------------------------------------
 
   void attention_section() {
-    std::printf("\n== Flash attention (bf16; FLOPs fwd 4*B*H*S^2*D, halved when causal; bwd "
-                "2.5x fwd) ==\n");
+    std::printf("\n== Attention on %s (bf16; FLOPs fwd 4*B*H*S^2*D, halved when causal; bwd "
+                "2.5x fwd) ==\n", cuda_.description().c_str());
     std::printf("%-44s %-26s %9s %9s %8s\n", "attention", "qkv", "ms", "TFLOP/s", "vs peak");
     struct Case {
       int64_t batch, seq, heads, groups, head_dim;

@@ -47,3 +47,29 @@ if(MEGATRON_WITH_CUDA)
 else()
   message(STATUS "megatron: CUDA backend OFF")
 endif()
+
+# cuDNN attention (src/tensor/cuda_cudnn_attention.cpp): the toolkit's cuDNN headers and
+# cudnn-frontend's header-only graph API, which scripts/install-deps.sh fetches from NVIDIA's
+# PyPI wheel into .cache/ (nothing of NVIDIA's is committed). The frontend loads libcudnn at run
+# time (dynamic loading), so a CUDA build still starts where cuDNN is missing and keeps the flash
+# kernels there.
+set(MEGATRON_CUDNN_FRONTEND_VERSION 1.32.0)
+set(MEGATRON_WITH_CUDNN OFF)
+if(MEGATRON_WITH_CUDA)
+  find_path(MEGATRON_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+  find_path(MEGATRON_CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
+            HINTS "${CMAKE_SOURCE_DIR}/.cache/cudnn-frontend-${MEGATRON_CUDNN_FRONTEND_VERSION}/include"
+            NO_DEFAULT_PATH)
+  if(MEGATRON_CUDNN_INCLUDE_DIR AND MEGATRON_CUDNN_FRONTEND_INCLUDE_DIR)
+    set(MEGATRON_WITH_CUDNN ON)
+    add_library(megatron::cudnn_frontend INTERFACE IMPORTED)
+    set_target_properties(megatron::cudnn_frontend PROPERTIES
+      INTERFACE_INCLUDE_DIRECTORIES "${MEGATRON_CUDNN_FRONTEND_INCLUDE_DIR};${MEGATRON_CUDNN_INCLUDE_DIR}"
+      INTERFACE_COMPILE_DEFINITIONS "MEGATRON_WITH_CUDNN=1;NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING=1"
+      INTERFACE_LINK_LIBRARIES "${CMAKE_DL_LIBS}")
+    message(STATUS "megatron: cuDNN attention ON (cudnn-frontend ${MEGATRON_CUDNN_FRONTEND_VERSION})")
+  else()
+    message(STATUS "megatron: cuDNN attention OFF (run scripts/install-deps.sh for cudnn-frontend's "
+                   "headers); the flash kernels serve every dtype")
+  endif()
+endif()

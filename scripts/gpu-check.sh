@@ -11,7 +11,8 @@
 #   tests  every GPU test: kernel_tests (label kernels), then the Cuda*/Nccl* suites of the
 #          other binaries (CudaRun, CudaParallelRun, ...) and the dist MPI jobs (NCCL tests)
 #   bench  build/cuda/bin/megatron-gpu-bench: GEMM TFLOP/s against cuBLAS, kernel GB/s against a
-#          device-to-device copy, flash attention TFLOP/s
+#          device-to-device copy, attention TFLOP/s (cuDNN, then the flash kernels alone); then
+#          `megatron plan --calibrate` writes this GPU's hardware profile
 #   train  gpt-125m and gpt-1.3b in bf16 on one GPU, mock data: ms per iteration (median after
 #          the warm-up iterations), tokens/s, and MFU = model FLOPs per iteration (from
 #          `megatron plan --json` on the same recipe and overrides) / (seconds per iteration x
@@ -378,6 +379,13 @@ phase_unpack() {
       rc=1
     fi
   done
+  # cuDNN is loaded at run time, when present: without it attention runs the flash kernels.
+  if d=$(find_machine_lib libcudnn.so.9); then
+    echo "libcudnn.so.9: $d (cuDNN attention)"
+    [[ ":$path:" == *":$d:"* ]] || path+=":$d"
+  else
+    echo "libcudnn.so.9: not found on this machine: attention runs the flash kernels"
+  fi
   # libstdc++ and libgcc_s from the bundle only where this machine's are older.
   local cxx
   cxx=$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" && /x86-64/ { print $NF; exit }')
@@ -465,6 +473,13 @@ phase_bench() {
   limited "$bench" --json "$work/bench.json" 2>&1 | tee "$work/bench.txt"
   local rc=${PIPESTATUS[0]}
   ((rc == 3)) && echo "megatron-gpu-bench found no CUDA device"
+  # The same attention shapes on the flash kernels alone: cuDNN's speed-up is the ratio.
+  echo "== the flash kernels, for comparison (MEGATRON_CUDNN_ATTENTION=0) =="
+  MEGATRON_CUDNN_ATTENTION=0 limited "$bench" --only attention --json "$work/bench-flash.json" \
+    2>&1 | tee "$work/bench-flash.txt"
+  # What this machine's kernels reach, as a hardware profile (docs/plan.md, "Calibration").
+  limited "$megatron" plan --calibrate --hardware "${hardware:-h100-sxm}" \
+    --output "$work/hardware-calibrated.json" 2>&1 | tee "$work/calibrate.txt"
   return "$rc"
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/error.hpp"
 #include "kernels/device.hpp"
 #include "kernels/ops.hpp"
+#include "tensor/cuda_cudnn_attention.hpp"
 #include "tensor/cuda_gemm.hpp"
 #include "tensor/make_backend.hpp"
 
@@ -79,6 +81,9 @@ struct CudaBackend::State {
   void* pinned[kStagingSlots] = {};           // kPinnedStagingBytes of page-locked host memory
   cudaEvent_t copied[kStagingSlots] = {};     // recorded after the copy out of each slot
   int next_slot = 0;
+  // cuDNN's fused attention for bf16/f16 where it supports the options (null: the flash kernels
+  // serve every call; MEGATRON_CUDNN_ATTENTION=0 asks for that).
+  std::unique_ptr<CudnnAttention> cudnn;
   cudaStream_t stream() const { return pool->stream; }
 
   // Also what a constructor that failed halfway leaves: whatever was made is released.
@@ -91,6 +96,16 @@ struct CudaBackend::State {
       if (pinned[i]) cudaFreeHost(pinned[i]);
     }
     cudaGetLastError();  // a failure while tearing down is not the next op's
+  }
+
+  // Depends only on what forward and backward both see (qkv and out), so a backward always
+  // pairs with the forward that made its statistics and dropout mask.
+  bool use_cudnn(const Tensor& qkv, const Tensor& out, const AttentionShape& shape,
+                 const AttentionOptions& options) const {
+    return cudnn && cudnn_attention_supports(shape, options, qkv.dtype()) &&
+           out.dtype() == qkv.dtype() &&
+           qkv.numel() == shape.batch * shape.seq * shape.qkv_width() &&
+           out.numel() == shape.batch * shape.seq * shape.heads * shape.head_dim;
   }
 };
 
@@ -120,8 +135,22 @@ CudaBackend::CudaBackend(CudaOptions options) : state_(std::make_unique<State>()
     check(cudaMallocHost(&state_->pinned[i], kPinnedStagingBytes), "pinned staging buffer");
     check(cudaEventCreateWithFlags(&state_->copied[i], cudaEventDisableTiming), "event");
   }
+  std::string attention = "flash attention";
+  const char* wanted = std::getenv("MEGATRON_CUDNN_ATTENTION");
+  if (!cudnn_attention_built()) {
+    attention += " (this build has no cuDNN attention)";
+  } else if (!options.cudnn_attention || (wanted && std::string(wanted) == "0")) {
+    attention += options.cudnn_attention ? " (MEGATRON_CUDNN_ATTENTION=0)" : "";
+  } else {
+    try {
+      state_->cudnn = std::make_unique<CudnnAttention>(*this, state_->pool->stream);
+      attention = "cuDNN " + state_->cudnn->version() + " attention for bf16/f16";
+    } catch (const std::exception& e) {
+      attention += std::string(" (") + e.what() + ")";
+    }
+  }
   state_->name = "cuda (" + kernels::device_description(options.device) +
-                 (options.allow_tf32 ? ", TF32 allowed" : "") + ")";
+                 (options.allow_tf32 ? ", TF32 allowed" : "") + ", " + attention + ")";
 }
 
 CudaBackend::~CudaBackend() = default;
@@ -422,6 +451,10 @@ void unpad_segments(cudaStream_t stream, const Tensor& padded, int64_t D, Tensor
 
 void CudaBackend::attention_forward(const Tensor& qkv, const AttentionShape& shape,
                                     const AttentionOptions& options, Tensor& out, Tensor& lse) {
+  if (state_->use_cudnn(qkv, out, shape, options)) {
+    state_->cudnn->forward(qkv, shape, options, out, lse);
+    return;
+  }
   const int64_t d = shape.head_dim, D = kernel_head_dim(d);
   if (D == d || qkv.numel() != shape.batch * shape.seq * shape.qkv_width() ||
       out.numel() != shape.batch * shape.seq * shape.heads * d) {
@@ -439,6 +472,20 @@ void CudaBackend::attention_forward(const Tensor& qkv, const AttentionShape& sha
 void CudaBackend::attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
                                      const Tensor& lse, const AttentionShape& shape,
                                      const AttentionOptions& options, Tensor& dqkv) {
+  // The same choice as the forward's (it depends on nothing else), so the statistics match.
+  if (state_->use_cudnn(qkv, out, shape, options)) {
+    if (dout.dtype() == qkv.dtype() && dqkv.dtype() == qkv.dtype()) {
+      state_->cudnn->backward(qkv, out, dout, lse, shape, options, dqkv);
+      return;
+    }
+    // cuDNN reads and writes the activations' dtype: convert around it.
+    Tensor dout_same = empty(dout.shape(), qkv.dtype());
+    Tensor dqkv_same = empty(dqkv.shape(), qkv.dtype());
+    copy(dout, dout_same);
+    state_->cudnn->backward(qkv, out, dout_same, lse, shape, options, dqkv_same);
+    copy(dqkv_same, dqkv);
+    return;
+  }
   const int64_t d = shape.head_dim, D = kernel_head_dim(d);
   const int64_t out_numel = shape.batch * shape.seq * shape.heads * d;
   if (D == d || qkv.numel() != shape.batch * shape.seq * shape.qkv_width() ||

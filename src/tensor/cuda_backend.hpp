@@ -12,6 +12,9 @@ namespace megatron::tensor {
 struct CudaOptions {
   int device = 0;          // CUDA device index (the launcher picks it from the local rank)
   bool allow_tf32 = true;  // f32 GEMMs may use TF32 tensor cores (precision.allow_tf32)
+  // bf16/f16 attention through cuDNN where it supports the options (tensor/cuda_cudnn_attention);
+  // false, or MEGATRON_CUDNN_ATTENTION=0 in the environment, keeps the flash kernels for all.
+  bool cudnn_attention = true;
 };
 
 class CudaBackend final : public Backend {

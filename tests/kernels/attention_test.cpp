@@ -68,6 +68,8 @@ AttentionOptions options_for(const Case& c) {
 
 class CudaAttention : public CudaOpTest {
  protected:
+  // These tests are the flash kernels': bf16 would otherwise go to cuDNN (cudnn_attention_test).
+  tensor::CudaOptions gpu_options() const override { return {.cudnn_attention = false}; }
   // NaN everywhere: an element the op fails to write cannot pass the comparison.
   Pair poisoned(const Shape& shape, DType dtype) {
     return make(

@@ -52,9 +52,11 @@ class CudaOpTest : public ::testing::Test {
     if (tensor::cuda_device_count() == 0) {
       GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
     }
-    gpu_ = std::make_unique<CudaBackend>();
+    gpu_ = std::make_unique<CudaBackend>(gpu_options());
   }
 
+  // What the GPU backend under test is built with (the flash-attention tests keep cuDNN off).
+  virtual tensor::CudaOptions gpu_options() const { return {}; }
   CudaBackend& gpu() { return *gpu_; }
   CpuBackend& cpu() { return cpu_; }
 

@@ -1,0 +1,413 @@
+#include "tensor/cuda_cudnn_attention.hpp"
+
+#include <stdexcept>
+
+#ifdef MEGATRON_WITH_CUDNN
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <cudnn_frontend.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+#endif
+
+#include "core/error.hpp"
+
+namespace megatron::tensor {
+
+bool cudnn_attention_supports(const AttentionShape& shape, const AttentionOptions& options,
+                              DType dtype) {
+  return cudnn_attention_built() && (dtype == DType::Bf16 || dtype == DType::F16) &&
+         shape.head_dim % 8 == 0 && shape.head_dim <= 128 && shape.groups > 0 &&
+         shape.heads % shape.groups == 0 && options.first_keys.empty() &&
+         options.bias == nullptr;
+}
+
+#ifndef MEGATRON_WITH_CUDNN
+
+bool cudnn_attention_built() { return false; }
+
+std::string validate_cudnn_attention(const AttentionShape&, const AttentionOptions&, DType, bool,
+                                     int) {
+  return "this build has no cuDNN attention (cudnn-frontend's headers were not found)";
+}
+
+struct CudnnAttention::State {};
+CudnnAttention::CudnnAttention(Backend&, void*) {
+  throw RuntimeFailure("this build has no cuDNN attention");
+}
+CudnnAttention::~CudnnAttention() = default;
+std::string CudnnAttention::version() const { return ""; }
+void CudnnAttention::forward(const Tensor&, const AttentionShape&, const AttentionOptions&,
+                             Tensor&, Tensor&) {}
+void CudnnAttention::backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const AttentionShape&, const AttentionOptions&, Tensor&) {}
+
+#else
+
+}  // namespace megatron::tensor
+
+// The frontend calls cuDNN through this handle (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING): the
+// binary does not link libcudnn, so it starts where cuDNN is missing.
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace megatron::tensor {
+
+namespace fe = cudnn_frontend;
+
+bool cudnn_attention_built() { return true; }
+
+namespace {
+
+// Opens the machine's cuDNN 9 once; "" when loaded, else why not.
+std::string load_cudnn() {
+  static const std::string failure = [] {
+    for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
+      fe::cudnn_dlhandle = ::dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+      if (fe::cudnn_dlhandle) return std::string();
+    }
+    const char* why = ::dlerror();
+    return std::string("cannot load cuDNN 9 (libcudnn.so.9): ") + (why ? why : "not found");
+  }();
+  return failure;
+}
+
+// Tensor ids in the graphs' variant packs.
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSeqQ, kSeqKV, kSeed, kOffset };
+
+// What a graph depends on; graphs are cached under it.
+struct GraphKey {
+  int64_t batch, seq, heads, groups, head_dim;
+  int dtype;
+  bool causal, padding, dropout, backward;
+  float scale, dropout_p;
+  auto tie() const {
+    return std::tie(batch, seq, heads, groups, head_dim, dtype, causal, padding, dropout, backward,
+                    scale, dropout_p);
+  }
+  bool operator<(const GraphKey& o) const { return tie() < o.tie(); }
+};
+
+GraphKey key_of(const AttentionShape& s, const AttentionOptions& o, DType dtype, bool backward) {
+  return {s.batch, s.seq, s.heads, s.groups, s.head_dim, static_cast<int>(dtype), o.causal,
+          !o.key_lengths.empty(), o.dropout > 0, backward, o.scale, o.dropout};
+}
+
+// Queries are read in place when each group has one query head (their columns then step by a
+// fixed stride); with grouped queries the columns of a group's heads are not evenly spaced
+// across groups, so they are copied out first (and dQ copied back).
+bool queries_in_place(const GraphKey& k) { return k.heads == k.groups; }
+
+// The qkv row holds, per group, its query heads, then its key, then its value (backend.hpp).
+// Dims [batch, heads, seq, head_dim] with the strides of that layout.
+std::vector<int64_t> qkv_strides(const GraphKey& k, int64_t head_stride) {
+  const int64_t width = (k.heads + 2 * k.groups) * k.head_dim;
+  return {k.seq * width, head_stride, width, 1};
+}
+std::vector<int64_t> dense_strides(const GraphKey& k, int64_t heads) {
+  return {k.seq * heads * k.head_dim, k.head_dim, heads * k.head_dim, 1};
+}
+
+// sm_version 0: the device's own; otherwise the graph targets that GPU without one (set before
+// any node is added: nodes copy the graph's settings when made).
+std::shared_ptr<fe::graph::Graph> make_graph(const GraphKey& k, int sm_version = 0) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  if (sm_version > 0) graph->set_sm_version(sm_version);
+  graph->set_io_data_type(k.dtype == static_cast<int>(DType::Bf16) ? fe::DataType_t::BFLOAT16
+                                                                   : fe::DataType_t::HALF)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const int64_t per_group = k.heads / k.groups;
+  auto tensor = [&](const char* name, Uid uid, std::vector<int64_t> dim,
+                    std::vector<int64_t> stride) {
+    return graph->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(
+        std::move(dim)).set_stride(std::move(stride)));
+  };
+  const std::vector<int64_t> q_dim{k.batch, k.heads, k.seq, k.head_dim};
+  const std::vector<int64_t> kv_dim{k.batch, k.groups, k.seq, k.head_dim};
+  const auto q_stride = queries_in_place(k) ? qkv_strides(k, 3 * k.head_dim)
+                                            : dense_strides(k, k.heads);
+  const auto kv_stride = qkv_strides(k, (per_group + 2) * k.head_dim);
+  auto q = tensor("Q", kQ, q_dim, q_stride);
+  auto key = tensor("K", kK, kv_dim, kv_stride);
+  auto value = tensor("V", kV, kv_dim, kv_stride);
+
+  std::shared_ptr<fe::graph::Tensor_attributes> seq_q, seq_kv, seed, offset;
+  if (k.padding) {
+    auto lengths = [&](const char* name, Uid uid) {
+      return graph->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid)
+                               .set_dim({k.batch, 1, 1, 1}).set_stride({1, 1, 1, 1})
+                               .set_data_type(fe::DataType_t::INT32));
+    };
+    seq_q = lengths("seq_q", kSeqQ);
+    seq_kv = lengths("seq_kv", kSeqKV);
+  }
+  if (k.dropout) {
+    auto scalar = [&](const char* name, Uid uid) {
+      return graph->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid)
+                               .set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+                               .set_is_pass_by_value(true).set_data_type(fe::DataType_t::INT64));
+    };
+    seed = scalar("seed", kSeed);
+    offset = scalar("offset", kOffset);
+  }
+  auto stats_attributes = [&](std::shared_ptr<fe::graph::Tensor_attributes> t) {
+    t->set_uid(kStats).set_dim({k.batch, k.heads, k.seq, 1}).set_stride({k.heads * k.seq, k.seq, 1, 1})
+        .set_data_type(fe::DataType_t::FLOAT);
+  };
+
+  if (!k.backward) {
+    auto options = fe::graph::SDPA_attributes().set_name("attention").set_generate_stats(true)
+                       .set_causal_mask(k.causal).set_attn_scale(k.scale);
+    if (k.padding) options.set_padding_mask(true).set_seq_len_q(seq_q).set_seq_len_kv(seq_kv);
+    if (k.dropout) options.set_dropout(k.dropout_p, seed, offset);
+    auto [o, stats] = graph->sdpa(q, key, value, options);
+    o->set_output(true).set_uid(kO).set_dim(q_dim).set_stride(dense_strides(k, k.heads));
+    stats->set_output(true);
+    stats_attributes(stats);
+    return graph;
+  }
+  auto o = tensor("O", kO, q_dim, dense_strides(k, k.heads));
+  auto d_o = tensor("dO", kDO, q_dim, dense_strides(k, k.heads));
+  auto stats = graph->tensor(fe::graph::Tensor_attributes().set_name("stats"));
+  stats_attributes(stats);
+  auto options = fe::graph::SDPA_backward_attributes().set_name("attention_backward")
+                     .set_causal_mask(k.causal).set_attn_scale(k.scale)
+                     .set_deterministic_algorithm(true);
+  if (k.padding) options.set_padding_mask(true).set_seq_len_q(seq_q).set_seq_len_kv(seq_kv);
+  if (k.dropout) options.set_dropout(k.dropout_p, seed, offset);
+  auto grads = graph->sdpa_backward(q, key, value, o, d_o, stats, options);
+  grads[0]->set_output(true).set_uid(kDQ).set_dim(q_dim).set_stride(q_stride);
+  grads[1]->set_output(true).set_uid(kDK).set_dim(kv_dim).set_stride(kv_stride);
+  grads[2]->set_output(true).set_uid(kDV).set_dim(kv_dim).set_stride(kv_stride);
+  return graph;
+}
+
+std::string failed(fe::error_t status) {
+  return status.is_good() ? "" : status.get_message();
+}
+
+}  // namespace
+
+std::string validate_cudnn_attention(const AttentionShape& shape, const AttentionOptions& options,
+                                     DType dtype, bool backward, int sm_version) {
+  if (!cudnn_attention_supports(shape, options, dtype))
+    return "these options stay with the flash kernels (cudnn_attention_supports is false)";
+  if (std::string failure = load_cudnn(); !failure.empty()) return failure;
+  try {
+    auto graph = make_graph(key_of(shape, options, dtype, backward), sm_version);
+    return failed(graph->validate());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+struct CudnnAttention::State {
+  Backend* backend = nullptr;
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t handle = nullptr;
+  std::mutex mutex;
+  std::map<GraphKey, std::pair<std::shared_ptr<fe::graph::Graph>, int64_t>> graphs;
+
+  // The built graph and its workspace bytes; builds it on first use (seconds: cuDNN compiles).
+  std::pair<std::shared_ptr<fe::graph::Graph>, int64_t>& built(const GraphKey& k) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = graphs.find(k);
+    if (it != graphs.end()) return it->second;
+    auto graph = make_graph(k);
+    // Each step needs the one before it: stop at the first that fails.
+    auto step = [](fe::error_t status) {
+      if (!status.is_good())
+        throw RuntimeFailure("cuDNN attention: " + status.get_message() +
+                             " (set MEGATRON_CUDNN_ATTENTION=0 to use the flash kernels)");
+    };
+    step(graph->validate());
+    step(graph->build_operation_graph(handle));
+    step(graph->create_execution_plans({fe::HeurMode_t::A}));
+    step(graph->check_support(handle));
+    step(graph->build_plans(handle));
+    int64_t workspace = 0;
+    if (!graph->get_workspace_size(workspace).is_good()) workspace = 0;
+    return graphs.emplace(k, std::make_pair(graph, workspace)).first->second;
+  }
+
+  void run(const GraphKey& k, std::unordered_map<int64_t, void*>& pack) {
+    auto& [graph, workspace_bytes] = built(k);
+    Tensor workspace =
+        backend->empty({std::max<int64_t>(1, (workspace_bytes + 3) / 4)}, DType::F32);
+    fe::error_t status = graph->execute(handle, pack, workspace.raw());
+    if (!status.is_good()) throw RuntimeFailure("cuDNN attention: " + status.get_message());
+  }
+};
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw RuntimeFailure(std::string("cuDNN attention: ") + what + ": " +
+                         cudaGetErrorString(status));
+  }
+}
+
+// Copies each group's query heads between the qkv rows and a dense [tokens, heads, d] tensor.
+void copy_queries(cudaStream_t stream, const AttentionShape& s, const Tensor& from, Tensor& to,
+                  bool into_qkv) {
+  const size_t element = size_of(from.dtype());
+  const int64_t per_group = s.heads / s.groups, width = s.qkv_width();
+  const size_t rows = static_cast<size_t>(s.batch * s.seq);
+  const size_t bytes = static_cast<size_t>(per_group * s.head_dim) * element;
+  for (int64_t g = 0; g < s.groups; ++g) {
+    const size_t qkv_offset = static_cast<size_t>(g * (per_group + 2) * s.head_dim) * element;
+    const size_t dense_offset = static_cast<size_t>(g * per_group * s.head_dim) * element;
+    const size_t qkv_pitch = static_cast<size_t>(width) * element;
+    const size_t dense_pitch = static_cast<size_t>(s.heads * s.head_dim) * element;
+    auto* src = static_cast<const std::byte*>(from.raw());
+    auto* dst = static_cast<std::byte*>(to.raw());
+    if (into_qkv)
+      check_cuda(cudaMemcpy2DAsync(dst + qkv_offset, qkv_pitch, src + dense_offset, dense_pitch,
+                                   bytes, rows, cudaMemcpyDeviceToDevice, stream),
+                 "copy dQ");
+    else
+      check_cuda(cudaMemcpy2DAsync(dst + dense_offset, dense_pitch, src + qkv_offset, qkv_pitch,
+                                   bytes, rows, cudaMemcpyDeviceToDevice, stream),
+                 "copy queries");
+  }
+}
+
+}  // namespace
+
+CudnnAttention::CudnnAttention(Backend& backend, void* stream) : state_(std::make_unique<State>()) {
+  state_->backend = &backend;
+  state_->stream = static_cast<cudaStream_t>(stream);
+  if (std::string failure = load_cudnn(); !failure.empty())
+    throw RuntimeFailure(failure + "; set MEGATRON_CUDNN_ATTENTION=0 to use the flash kernels");
+  try {
+    if (fe::detail::create_handle(&state_->handle) != CUDNN_STATUS_SUCCESS)
+      throw RuntimeFailure("cudnnCreate failed");
+    fe::detail::set_stream(state_->handle, state_->stream);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure(std::string("cuDNN attention cannot start (") + e.what() +
+                         "); set MEGATRON_CUDNN_ATTENTION=0 to use the flash kernels");
+  }
+}
+
+CudnnAttention::~CudnnAttention() {
+  if (state_ && state_->handle) fe::detail::destroy_handle(state_->handle);
+}
+
+std::string CudnnAttention::version() const {
+  const auto v = static_cast<int64_t>(fe::detail::get_backend_version());
+  return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." +
+         std::to_string(v % 100);
+}
+
+namespace {
+
+// Inputs every graph of these options reads besides the tensors: lengths and the dropout draw.
+struct Extras {
+  Tensor seq_q, seq_kv;
+  int64_t seed = 0, offset = 0;
+};
+
+Extras extras(Backend& backend, const AttentionShape& s, const AttentionOptions& o,
+              std::unordered_map<int64_t, void*>& pack) {
+  Extras x;
+  if (!o.key_lengths.empty()) {
+    std::vector<int32_t> all(static_cast<size_t>(s.batch), static_cast<int32_t>(s.seq));
+    std::vector<int32_t> keys(o.key_lengths.begin(), o.key_lengths.end());
+    x.seq_q = backend.empty({s.batch}, DType::I32);
+    x.seq_kv = backend.empty({s.batch}, DType::I32);
+    backend.write(x.seq_q, all.data());
+    backend.write(x.seq_kv, keys.data());
+    pack[kSeqQ] = x.seq_q.raw();
+    pack[kSeqKV] = x.seq_kv.raw();
+  }
+  if (o.dropout > 0) {
+    // cuDNN draws its own Philox stream: the same seed and stream give the same masks, but they
+    // are not the flash kernels' masks.
+    x.seed = static_cast<int64_t>(o.rng.seed);
+    x.offset = static_cast<int64_t>(o.rng.stream ^ (static_cast<uint64_t>(o.head_offset) << 48));
+  }
+  return x;
+}
+
+}  // namespace
+
+void CudnnAttention::forward(const Tensor& qkv, const AttentionShape& shape,
+                             const AttentionOptions& options, Tensor& out, Tensor& lse) {
+  const GraphKey k = key_of(shape, options, qkv.dtype(), false);
+  std::unordered_map<int64_t, void*> pack;
+  Extras x = extras(*state_->backend, shape, options, pack);
+  if (options.dropout > 0) {
+    pack[kSeed] = &x.seed;
+    pack[kOffset] = &x.offset;
+  }
+  const size_t element = size_of(qkv.dtype());
+  auto* base = static_cast<std::byte*>(qkv.raw());
+  const int64_t per_group = shape.heads / shape.groups;
+  Tensor queries;
+  if (queries_in_place(k)) {
+    pack[kQ] = base;
+  } else {
+    queries = state_->backend->empty({shape.batch * shape.seq, shape.heads * shape.head_dim},
+                                     qkv.dtype());
+    copy_queries(state_->stream, shape, qkv, queries, false);
+    pack[kQ] = queries.raw();
+  }
+  pack[kK] = base + static_cast<size_t>(per_group * shape.head_dim) * element;
+  pack[kV] = base + static_cast<size_t>((per_group + 1) * shape.head_dim) * element;
+  pack[kO] = out.raw();
+  pack[kStats] = lse.raw();
+  state_->run(k, pack);
+}
+
+void CudnnAttention::backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
+                              const Tensor& lse, const AttentionShape& shape,
+                              const AttentionOptions& options, Tensor& dqkv) {
+  const GraphKey k = key_of(shape, options, qkv.dtype(), true);
+  std::unordered_map<int64_t, void*> pack;
+  Extras x = extras(*state_->backend, shape, options, pack);
+  if (options.dropout > 0) {
+    pack[kSeed] = &x.seed;
+    pack[kOffset] = &x.offset;
+  }
+  const size_t element = size_of(qkv.dtype());
+  auto* base = static_cast<std::byte*>(qkv.raw());
+  auto* grad = static_cast<std::byte*>(dqkv.raw());
+  const int64_t per_group = shape.heads / shape.groups;
+  const size_t key_offset = static_cast<size_t>(per_group * shape.head_dim) * element;
+  const size_t value_offset = static_cast<size_t>((per_group + 1) * shape.head_dim) * element;
+  Tensor queries, dqueries;
+  if (queries_in_place(k)) {
+    pack[kQ] = base;
+    pack[kDQ] = grad;
+  } else {
+    const Shape dense{shape.batch * shape.seq, shape.heads * shape.head_dim};
+    queries = state_->backend->empty(dense, qkv.dtype());
+    dqueries = state_->backend->empty(dense, dqkv.dtype());
+    copy_queries(state_->stream, shape, qkv, queries, false);
+    pack[kQ] = queries.raw();
+    pack[kDQ] = dqueries.raw();
+  }
+  pack[kK] = base + key_offset;
+  pack[kV] = base + value_offset;
+  pack[kO] = out.raw();
+  pack[kDO] = dout.raw();
+  pack[kStats] = lse.raw();
+  pack[kDK] = grad + key_offset;
+  pack[kDV] = grad + value_offset;
+  state_->run(k, pack);
+  if (!queries_in_place(k)) copy_queries(state_->stream, shape, dqueries, dqkv, true);
+}
+
+#endif  // MEGATRON_WITH_CUDNN
+
+}  // namespace megatron::tensor
