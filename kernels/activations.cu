@@ -233,14 +233,28 @@ __device__ __forceinline__ float dropout_value(float x, float u, float p, float 
   return u >= p ? __fmul_rn(x, scale) : 0.0f;
 }
 
-// residual.data null: no residual.
+// x + bias as bias_add stores it: the f32 sum rounded to x's dtype.
+__device__ __forceinline__ float add_bias_as_stored(float v, float b, tensor::DType dtype) {
+  const float sum = __fadd_rn(v, b);
+  if (dtype == tensor::DType::Bf16) return __bfloat162float(__float2bfloat16_rn(sum));
+  if (dtype == tensor::DType::F16) return __half2float(__float2half_rn(sum));
+  return sum;
+}
+
+// residual.data null: no residual; bias.data null: no bias (else bias[i % columns] is added
+// to x first).
 __global__ void dropout_kernel(Floats x, Floats residual, Floats y, int64_t n, bool vec, float p,
-                               float scale, RngKey key) {
+                               float scale, RngKey key, Floats bias, int64_t columns) {
   const int64_t groups = n / kVec, first = thread_index(), stride = thread_count();
   for (int64_t g = first; g < groups; g += stride) {
     const int64_t e = g * kVec;
     float v[kVec], u[kVec], r[kVec];
     read8(x, e, vec, v);
+    if (bias.data) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        v[k] = add_bias_as_stored(v[k], read(bias, (e + k) % columns), x.dtype);
+    }
     uniforms8(key, key.offset + uint64_t(e), u);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v[k] = dropout_value(v[k], u[k], p, scale);
@@ -253,15 +267,16 @@ __global__ void dropout_kernel(Floats x, Floats residual, Floats y, int64_t n, b
   }
   const int64_t i = groups * kVec + first;
   if (i < n) {
-    float v =
-        dropout_value(read(x, i), tensor::uniform_at(key, key.offset + uint64_t(i)), p, scale);
+    float xi = read(x, i);
+    if (bias.data) xi = add_bias_as_stored(xi, read(bias, i % columns), x.dtype);
+    float v = dropout_value(xi, tensor::uniform_at(key, key.offset + uint64_t(i)), p, scale);
     if (residual.data) v = __fadd_rn(read(residual, i), v);
     write(y, i, v);
   }
 }
 
 void dropout_apply(cudaStream_t stream, const Tensor& x, const Tensor* residual, Tensor& y, float p,
-                   RngKey key, const char* op) {
+                   RngKey key, const char* op, const Tensor* bias = nullptr) {
   require(p >= 0.0f && p <= 1.0f, op, "dropout probability " + std::to_string(p));
   require_float(x, op);
   require_float(y, op);
@@ -276,8 +291,16 @@ void dropout_apply(cudaStream_t stream, const Tensor& x, const Tensor* residual,
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   bool vec = aligned16(x.raw()) && aligned16(y.raw());
   if (residual) vec = vec && aligned16(residual->raw());
+  int64_t columns = 1;
+  if (bias) {
+    require_float(*bias, op);
+    columns = bias->numel();
+    require(columns > 0 && n % columns == 0, op,
+            "bias of " + std::to_string(columns) + " for rows of " + std::to_string(n) + " elements");
+  }
   dropout_kernel<<<grid_for_vec(n), kThreads, 0, stream>>>(
-      floats(x), residual ? floats(*residual) : Floats{}, floats(y), n, vec, p, scale, key);
+      floats(x), residual ? floats(*residual) : Floats{}, floats(y), n, vec, p, scale, key,
+      bias ? floats(*bias) : Floats{}, columns);
   check_launch(op);
 }
 
@@ -376,6 +399,11 @@ void dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& residual, T
     return;
   }
   dropout_apply(stream, x, &residual, out, p, key, "dropout_add");
+}
+
+void bias_dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& bias,
+                      const Tensor& residual, Tensor& out, float p, RngKey key) {
+  dropout_apply(stream, x, &residual, out, p, key, "bias_dropout_add", &bias);
 }
 
 }  // namespace megatron::kernels

@@ -70,6 +70,9 @@ void dropout_forward(cudaStream_t stream, const Tensor& x, Tensor& y, float p, R
 void dropout_backward(cudaStream_t stream, const Tensor& dy, Tensor& dx, float p, RngKey key);
 void dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& residual, Tensor& out,
                  float p, RngKey key);
+// out = residual + dropout(x + bias[c]) in one pass, x + bias rounded to x's dtype first.
+void bias_dropout_add(cudaStream_t stream, const Tensor& x, const Tensor& bias,
+                      const Tensor& residual, Tensor& out, float p, RngKey key);
 
 // --- normalisation (norm.cu) -----------------------------------------------------------------
 void layer_norm_forward(cudaStream_t stream, const Tensor& x, const Tensor& gamma,

@@ -44,6 +44,18 @@ void activation_backward(tensor::Backend& b, const ModelConfig& c, const Tensor&
 
 }  // namespace
 
+bool TransformerBlock::fuses_gelu() const {
+  return config_.activation == Activation::GeluTanh && fc1_.fuses_gelu();
+}
+
+Tensor TransformerBlock::mlp_forward(tensor::Backend& b, const Tensor& ln2, Tensor& act) const {
+  if (fuses_gelu()) return fc1_.forward_gelu(b, ln2, act);
+  Tensor fc1 = fc1_.forward(b, ln2);
+  act = b.empty({ln2.dim(0), ffn_}, ln2.dtype());
+  activation_forward(b, config_, fc1, act);
+  return fc1;
+}
+
 TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, int64_t layer,
                                    BlockSpec spec)
     : config_(c),
@@ -170,9 +182,8 @@ Tensor TransformerBlock::cross_forward(const Pass& pass, const Tensor& mid, cons
   Tensor mid2 = b.empty(mid.shape(), mid.dtype());
   {
     Tensor proj = parallel::reduce_partial(b, tp_, xproj_->forward(b, xattn));
-    xproj_->add_bias(b, proj);
-    b.dropout_add(proj, mid, mid2, pass.dropout(config_.hidden_dropout),
-                  hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
+    xproj_->bias_dropout_add(b, proj, mid, mid2, pass.dropout(config_.hidden_dropout),
+                             hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
   }
   if (keep == Keep::Nothing || keep == Keep::InputOnly) return mid2;
   saved.norm_x = std::move(norm_x);
@@ -249,9 +260,8 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   Tensor mid = b.empty(x.shape(), x.dtype());
   {
     Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
-    proj_.add_bias(b, proj);
-    b.dropout_add(proj, x, mid, pass.dropout(config_.hidden_dropout),
-                  hidden_key(pass, DropoutSite::AttentionOut, batch));
+    proj_.bias_dropout_add(b, proj, x, mid, pass.dropout(config_.hidden_dropout),
+                           hidden_key(pass, DropoutSite::AttentionOut, batch));
   }
 
   // A decoder block's MLP continues from its cross-attention's output.
@@ -260,15 +270,13 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
 
   Norm::Saved norm2;
   Tensor ln2 = parallel::gather_sequence(b, tp_, norm2_.forward(b, into_mlp, norm2));
-  Tensor fc1 = fc1_.forward(b, ln2);
-  Tensor act = b.empty({rows, ffn_}, x.dtype());
-  activation_forward(b, config_, fc1, act);
+  Tensor act;
+  Tensor fc1 = mlp_forward(b, ln2, act);
   Tensor y = b.empty(x.shape(), x.dtype());
   {
     Tensor fc2 = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
-    fc2_.add_bias(b, fc2);
-    b.dropout_add(fc2, into_mlp, y, pass.dropout(config_.hidden_dropout),
-                  hidden_key(pass, DropoutSite::MlpOut, batch));
+    fc2_.bias_dropout_add(b, fc2, into_mlp, y, pass.dropout(config_.hidden_dropout),
+                          hidden_key(pass, DropoutSite::MlpOut, batch));
   }
 
   if (keep == Keep::Nothing) return y;
@@ -320,9 +328,8 @@ Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int
   b.add(mid, x, mid);
 
   Norm::Saved norm2;
-  Tensor fc1 = fc1_.forward(b, norm2_.forward(b, mid, norm2));
-  Tensor act = b.empty({rows, ffn_}, x.dtype());
-  activation_forward(b, config_, fc1, act);
+  Tensor act;
+  Tensor fc1 = mlp_forward(b, norm2_.forward(b, mid, norm2), act);
   fc1 = {};
   Tensor y = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
   fc2_.add_bias(b, y);
@@ -359,12 +366,22 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     b.dropout_backward(dy, dfc2, pass.dropout(config_.hidden_dropout),
                        hidden_key(pass, DropoutSite::MlpOut, batch));
     fc2_.bias_grad(b, dfc2);
-    Tensor dact = fc2_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.act);
-    saved.act = {};
-    Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
-    activation_backward(b, config_, dact, saved.fc1, dfc1);
-    saved.fc1 = {};
-    Tensor dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
+    Tensor dln2;
+    if (fuses_gelu()) {
+      // fc2's data gradient, the GeLU's and fc1's bias gradient in one GEMM (on CUDA).
+      Tensor dfc1 = fc2_.backward_through_gelu(b, parallel::gather_sequence(b, tp_, dfc2),
+                                               saved.act, saved.fc1, fc1_);
+      saved.act = {};
+      saved.fc1 = {};
+      dln2 = parallel::reduce_partial(b, tp_, fc1_.backward_without_bias(b, dfc1, saved.ln2));
+    } else {
+      Tensor dact = fc2_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.act);
+      saved.act = {};
+      Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
+      activation_backward(b, config_, dact, saved.fc1, dfc1);
+      saved.fc1 = {};
+      dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
+    }
     saved.ln2 = {};
     Tensor dnorm2 = norm2_.backward(b, dln2, memory ? saved.mid2 : saved.mid, saved.norm2);
     b.add(dmid, dnorm2, dmid);

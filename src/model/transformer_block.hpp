@@ -88,6 +88,11 @@ class TransformerBlock {
                           tensor::Tensor* dmemory = nullptr) const;
 
  private:
+  // A tanh-GeLU MLP with an fc1 bias runs fused (Backend::gemm_bias_gelu, gemm_dgelu_bgrad).
+  bool fuses_gelu() const;
+  // fc1 and the activation: returns fc1's output (kept for backward), writes act.
+  tensor::Tensor mlp_forward(tensor::Backend& b, const tensor::Tensor& ln2,
+                             tensor::Tensor& act) const;
   tensor::AttentionShape attention_shape(const Batch& batch) const;
   tensor::CrossAttentionShape packed_shape(const Batch& batch) const;
   tensor::AttentionOptions attention_options(const Pass& pass, const Batch& batch) const;

@@ -197,6 +197,23 @@ class Backend {
     gemm(a, trans_a, b, trans_b, c);
     bias_add(c, bias);
   }
+  // An MLP's first layer with its tanh-GeLU: pre = op(a) @ op(b) + bias, kept for the backward,
+  // and act = gelu_tanh(pre). The CUDA backend runs it as one cuBLASLt GEMM (GELU_AUX_BIAS).
+  virtual void gemm_bias_gelu(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                              const Tensor& bias, Tensor& pre, Tensor& act) {
+    gemm_bias(a, trans_a, b, trans_b, bias, pre);
+    gelu_forward(pre, act, true);
+  }
+  // The gradient through an MLP's second layer and the tanh-GeLU before it: dpre =
+  // (op(a) @ op(b)) * gelu_tanh'(pre), and dbias (the first layer's bias gradient; may be null)
+  // accumulates dpre's column sums. CUDA: one cuBLASLt GEMM (DGELU_BGRAD).
+  virtual void gemm_dgelu_bgrad(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                                const Tensor& pre, Tensor& dpre, Tensor* dbias) {
+    Tensor dact = empty(dpre.shape(), dpre.dtype());
+    gemm(a, trans_a, b, trans_b, dact);
+    gelu_backward(dact, pre, dpre, true);
+    if (dbias) bias_grad(dpre, *dbias);
+  }
   // The same for each of the leading dimension's matrices of 3-D a, b, c.
   virtual void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
                             Tensor& c, float alpha = 1.0f, float beta = 0.0f) = 0;
@@ -226,6 +243,14 @@ class Backend {
   // out = residual + dropout(x): the residual connection after attention and MLP.
   virtual void dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
                            RngKey key) = 0;
+  // out = residual + dropout(x + bias[c]), with x + bias rounded to x's dtype first (as
+  // bias_add stores it): a row-parallel layer's bias after its reduction. x may be overwritten.
+  // The CUDA backend runs it as one kernel.
+  virtual void bias_dropout_add(Tensor& x, const Tensor& bias, const Tensor& residual,
+                                Tensor& out, float p, RngKey key) {
+    bias_add(x, bias);
+    dropout_add(x, residual, out, p, key);
+  }
 
   // --- normalisation over the last dimension -----------------------------------------------
   // mean and rstd are f32 [n], saved for the backward pass.

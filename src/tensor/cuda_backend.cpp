@@ -328,6 +328,43 @@ void CudaBackend::gemm_bias(const Tensor& a, bool trans_a, const Tensor& b, bool
   state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), c.raw(), bias.raw(), 1.0f, 0.0f);
 }
 
+// cuBLASLt's GeLU epilogues need an aux matrix of c's dtype with its leading dimension (n) a
+// multiple of 8 and 16-byte aligned pointers; anything else runs the ops one after another.
+bool epilogue_fits(const GemmKey& key, const Tensor& aux, const Tensor& c, const void* bias) {
+  return key.m > 0 && key.n > 0 && key.k > 0 && key.n % 8 == 0 && aux.dtype() == c.dtype() &&
+         aux.numel() == c.numel() && aux.device() == Device::Cuda &&
+         alignment_of(aux.raw()) == 16 && alignment_of(c.raw()) == 16 &&
+         (bias == nullptr || alignment_of(bias) == 16);
+}
+
+void CudaBackend::gemm_bias_gelu(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                                 const Tensor& bias, Tensor& pre, Tensor& act) {
+  GemmKey key = gemm_key(a, trans_a, b, trans_b, act, 2, state_->options.allow_tf32, 0.0f);
+  if (!epilogue_fits(key, pre, act, bias.raw()) || bias.dtype() != act.dtype() ||
+      bias.numel() != key.n) {
+    Backend::gemm_bias_gelu(a, trans_a, b, trans_b, bias, pre, act);
+    return;
+  }
+  key.epilogue = GemmEpilogue::GeluAuxBias;
+  state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), act.raw(), bias.raw(), 1.0f, 0.0f,
+                    pre.raw());
+}
+
+void CudaBackend::gemm_dgelu_bgrad(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                                   const Tensor& pre, Tensor& dpre, Tensor* dbias) {
+  GemmKey key = gemm_key(a, trans_a, b, trans_b, dpre, 2, state_->options.allow_tf32, 0.0f);
+  if (!epilogue_fits(key, pre, dpre, nullptr)) {
+    Backend::gemm_dgelu_bgrad(a, trans_a, b, trans_b, pre, dpre, dbias);
+    return;
+  }
+  // The epilogue writes the bias gradient in c's dtype; the parameter's gradient accumulates.
+  Tensor column_sums = empty({key.n}, dpre.dtype());
+  key.epilogue = GemmEpilogue::DGeluBGrad;
+  state_->gemm->run(state_->stream(), key, a.raw(), b.raw(), dpre.raw(), column_sums.raw(), 1.0f,
+                    0.0f, pre.raw());
+  if (dbias) axpy(1.0f, column_sums, *dbias);
+}
+
 void CudaBackend::gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
                                Tensor& c, float alpha, float beta) {
   const GemmKey key = gemm_key(a, trans_a, b, trans_b, c, 3, state_->options.allow_tf32, beta);
@@ -383,6 +420,11 @@ void CudaBackend::dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey
 void CudaBackend::dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
                               RngKey key) {
   kernels::dropout_add(state_->stream(), x, residual, out, p, key);
+}
+
+void CudaBackend::bias_dropout_add(Tensor& x, const Tensor& bias, const Tensor& residual,
+                                   Tensor& out, float p, RngKey key) {
+  kernels::bias_dropout_add(state_->stream(), x, bias, residual, out, p, key);
 }
 
 void CudaBackend::layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,

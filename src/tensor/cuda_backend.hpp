@@ -46,6 +46,10 @@ class CudaBackend final : public Backend {
 
   void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
             float beta) override;
+  void gemm_bias_gelu(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                      const Tensor& bias, Tensor& pre, Tensor& act) override;
+  void gemm_dgelu_bgrad(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                        const Tensor& pre, Tensor& dpre, Tensor* dbias) override;
   void gemm_bias(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& bias,
                  Tensor& c) override;
   void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
@@ -66,6 +70,8 @@ class CudaBackend final : public Backend {
 
   void dropout_forward(const Tensor& x, Tensor& y, float p, RngKey key) override;
   void dropout_backward(const Tensor& dy, Tensor& dx, float p, RngKey key) override;
+  void bias_dropout_add(Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out,
+                        float p, RngKey key) override;
   void dropout_add(const Tensor& x, const Tensor& residual, Tensor& out, float p,
                    RngKey key) override;
 

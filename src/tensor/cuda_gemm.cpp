@@ -69,7 +69,21 @@ const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key) {
   const cublasOperation_t op_second = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   set(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, op_first);
   set(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, op_second);
-  if (key.bias) {
+  if (key.epilogue != GemmEpilogue::None) {
+    // As for the bias below: the algorithm is chosen for 16-byte aligned bias and aux pointers
+    // (run() requires them) and run() sets the real ones.
+    set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+        key.epilogue == GemmEpilogue::GeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                  : CUBLASLT_EPILOGUE_DGELU_BGRAD);
+    set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(key.c));
+    const void* aligned = reinterpret_cast<const void*>(uintptr_t(16));
+    set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, aligned);
+    set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aligned);
+    // aux is c's column-major twin: key.n rows (the row-major columns), leading dimension n.
+    const int64_t aux_ld = key.n;
+    set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, aux_ld);
+    set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, cuda_type(key.c));
+  } else if (key.bias) {
     set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
     set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(key.c));
     // The heuristic infers the bias's alignment from the bias pointer (a null one reads as
@@ -137,9 +151,14 @@ const CudaGemm::Plan& CudaGemm::plan_for(const GemmKey& key) {
 }
 
 void CudaGemm::run(cudaStream_t stream, const GemmKey& key, const void* a, const void* b,
-                   void* c, const void* bias, float alpha, float beta) {
+                   void* c, const void* bias, float alpha, float beta, const void* aux) {
   const Plan& plan = plan_for(key);
-  if (key.bias) {
+  if (key.epilogue != GemmEpilogue::None) {
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                         sizeof aux),
+          "aux pointer");
+  }
+  if (key.bias || key.epilogue != GemmEpilogue::None) {
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                          sizeof bias),
           "bias pointer");

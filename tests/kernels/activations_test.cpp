@@ -202,6 +202,23 @@ TEST_F(CudaActivationsTest, DropoutAddAddsTheResidualToTheDroppedInput) {
   }
 }
 
+// The fused kernel against the CPU's bias_add then dropout_add: the same masks, and x + bias
+// rounded to x's dtype before dropout as bias_add stores it. 96 columns: rows of the bias
+// straddle the kernel's 8-element groups.
+TEST_F(CudaActivationsTest, BiasDropoutAddEqualsBiasAddThenDropoutAdd) {
+  const RngKey key{.seed = 11, .stream = 5, .offset = 0};
+  for (DType dtype : {DType::F32, DType::Bf16, DType::F16})
+    for (float p : {0.0f, 0.2f}) {
+      SCOPED_TRACE(dtype_name(dtype) + " p " + std::to_string(p));
+      Pair x = random({77, 96}, dtype, 19), residual = random({77, 96}, dtype, 20);
+      const Pair bias = random({96}, dtype, 21);
+      Pair out = empty({77, 96}, dtype);
+      cpu().bias_dropout_add(x.cpu, bias.cpu, residual.cpu, out.cpu, p, key);
+      gpu().bias_dropout_add(x.gpu, bias.gpu, residual.gpu, out.gpu, p, key);
+      expect_close(out, tolerance_for(dtype));
+    }
+}
+
 TEST_F(CudaActivationsTest, DropoutWithProbabilityZeroCopiesTheInput) {
   const RngKey key{.seed = 1, .stream = 2, .offset = 0};
   const Pair x = random({kN}, DType::Bf16, 18);

@@ -83,6 +83,36 @@ TEST_F(CudaGemmTest, BiasEpilogueEqualsGemmThenBiasAdd) {
   }
 }
 
+// cuBLASLt's tanh-GeLU epilogues against the CPU's ops one after another: fc1's GEMM + bias +
+// GeLU keeping the pre-activation, and fc2's data gradient times GeLU' with fc1's bias gradient.
+TEST_F(CudaGemmTest, GeluAuxBiasEpilogueEqualsGemmBiasThenGelu) {
+  for (DType dtype : {DType::F32, DType::Bf16}) {
+    SCOPED_TRACE(std::string(tensor::name(dtype)));
+    Pair x = random({77, 128}, dtype, 5), w = random({96, 128}, dtype, 6, 0.1f),
+         bias = random({96}, dtype, 7), pre = empty({77, 96}, dtype), act = empty({77, 96}, dtype);
+    cpu().gemm_bias_gelu(x.cpu, false, w.cpu, true, bias.cpu, pre.cpu, act.cpu);
+    gpu().gemm_bias_gelu(x.gpu, false, w.gpu, true, bias.gpu, pre.gpu, act.gpu);
+    const double tolerance = dtype == DType::F32 ? 2e-3 : tolerance_for(dtype);
+    expect_close(pre, tolerance, 1e-3, "pre-activation");
+    expect_close(act, tolerance, 1e-3, "activation");
+  }
+}
+
+TEST_F(CudaGemmTest, DgeluBgradEpilogueEqualsGemmThenGeluBackwardAndBiasGradient) {
+  for (DType dtype : {DType::F32, DType::Bf16}) {
+    SCOPED_TRACE(std::string(tensor::name(dtype)));
+    Pair dy = random({77, 64}, dtype, 8), w = random({64, 96}, dtype, 9, 0.1f),
+         pre = random({77, 96}, dtype, 10), dpre = empty({77, 96}, dtype),
+         dbias = zeros({96}, DType::F32);
+    cpu().gemm_dgelu_bgrad(dy.cpu, false, w.cpu, false, pre.cpu, dpre.cpu, &dbias.cpu);
+    gpu().gemm_dgelu_bgrad(dy.gpu, false, w.gpu, false, pre.gpu, dpre.gpu, &dbias.gpu);
+    const double tolerance = dtype == DType::F32 ? 2e-3 : tolerance_for(dtype);
+    expect_close(dpre, tolerance, 1e-3, "dpre");
+    // 77 rows summed, in the dtype on the GPU: a few ulps of it.
+    expect_close(dbias, 4 * tolerance, 1e-2, "dbias");
+  }
+}
+
 // One shape twice: first x 4 bytes off its alignment with an aligned bias, then the other way
 // round. cuBLASLt picks the bias epilogue's algorithm for the bias's alignment, so each call must
 // get an algorithm chosen for its own bias, not the cached one of the other call.
