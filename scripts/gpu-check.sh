@@ -479,7 +479,7 @@ phase_bench() {
     2>&1 | tee "$work/bench-flash.txt"
   # What this machine's kernels reach, as a hardware profile (docs/plan.md, "Calibration").
   limited "$megatron" plan --calibrate --hardware "${hardware:-h100-sxm}" \
-    --output "$work/hardware-calibrated.json" 2>&1 | tee "$work/calibrate.txt"
+    --output "$work/hardware-calibrated.json" --force 2>&1 | tee "$work/calibrate.txt"
   return "$rc"
 }
 

@@ -3,6 +3,7 @@
 // [--threads N] [--quick]`, which measures this machine into a hardware profile file first.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -39,6 +40,7 @@ struct PlanArgs {
   std::string device;
   int threads = 0;
   bool quick = false;
+  bool force = false;
 };
 
 // Measures this machine (every rank of an mpirun job takes part in the collectives) and writes
@@ -82,7 +84,8 @@ void check_calibration_flags(const PlanArgs& args) {
   const std::pair<bool, const char*> flags[] = {{args.output.has_value(), "--output"},
                                                 {!args.device.empty(), "--device"},
                                                 {args.threads != 0, "--threads"},
-                                                {args.quick, "--quick"}};
+                                                {args.quick, "--quick"},
+                                                {args.force, "--force"}};
   for (const auto& [given, flag] : flags)
     if (given && !args.calibrate)
       throw UserError(std::string("plan: ") + flag + " goes with --calibrate");
@@ -92,6 +95,10 @@ void check_calibration_flags(const PlanArgs& args) {
   if (args.output && !plan::is_profile_file(*args.output))
     throw UserError("plan: --output " + *args.output + ": a hardware profile file's name ends "
                     "in .json (so that cluster.hardware tells it from a profile's name)");
+  const std::string output = args.output.value_or("hardware.json");
+  if (args.calibrate && !args.force && std::filesystem::exists(output))
+    throw UserError("plan: " + output + " exists; --force replaces it (or choose another "
+                    "--output)");
 }
 
 void run_plan(PlanArgs args) {
@@ -167,6 +174,8 @@ void add_plan_command(CLI::App& app, Actions& actions) {
                   "With --calibrate on the cpu: threads (default OMP_NUM_THREADS, else every "
                   "core)")
       ->check(parallelism("--threads"));
+  cmd->add_flag("--force", args->force,
+                "With --calibrate: replace an existing --output file");
   cmd->add_flag("--quick", args->quick,
                 "With --calibrate: a small grid in seconds (a first look; tests)");
   cmd->add_option("--rank", args->rank,

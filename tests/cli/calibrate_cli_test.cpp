@@ -39,6 +39,15 @@ TEST(Calibrate, QuickCalibrationWritesAProfileThatPlanUses) {
             plan["estimate"]["step_time_s"]);
 }
 
+TEST(Calibrate, AnExistingProfileIsNotReplacedWithoutForce) {
+  const test_support::TempDir dir;
+  const auto file = dir.write("kept.json", "mine");
+  const auto r = run_megatron("plan --calibrate --quick --output '" + file.string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("kept.json exists; --force replaces it"));
+  EXPECT_EQ(slurp(file), "mine");
+}
+
 TEST(Calibrate, CalibrationFlagsWithoutCalibrateAreRefused) {
   const auto r = run_megatron("plan recipes/gpt-tiny.yaml --quick");
   EXPECT_EQ(r.exit_code, 2);
