@@ -317,8 +317,8 @@ struct Extras {
   int64_t seed = 0, offset = 0;
 };
 
-Extras extras(Backend& backend, const AttentionShape& s, const AttentionOptions& o,
-              std::unordered_map<int64_t, void*>& pack) {
+Extras cudnn_extras(Backend& backend, const AttentionShape& s, const AttentionOptions& o,
+                    std::unordered_map<int64_t, void*>& pack) {
   Extras x;
   if (!o.key_lengths.empty()) {
     std::vector<int32_t> all(static_cast<size_t>(s.batch), static_cast<int32_t>(s.seq));
@@ -341,70 +341,72 @@ Extras extras(Backend& backend, const AttentionShape& s, const AttentionOptions&
 
 }  // namespace
 
+namespace {
+
+// What forward and backward both pass: Q (in place, or its heads copied out), K and V in place,
+// the lengths and the dropout draw. Owns what the pack points at until the call returns, so it
+// stays where it was made.
+struct Inputs {
+  std::unordered_map<int64_t, void*> pack;
+  Extras extras;
+  Tensor queries;
+  size_t key_offset = 0, value_offset = 0;
+  Inputs(const Inputs&) = delete;
+  Inputs(Backend& backend, cudaStream_t stream, const GraphKey& k, const Tensor& qkv,
+         const AttentionShape& shape, const AttentionOptions& options)
+      : extras(cudnn_extras(backend, shape, options, pack)) {
+    if (options.dropout > 0) {
+      pack[kSeed] = &extras.seed;
+      pack[kOffset] = &extras.offset;
+    }
+    const size_t element = size_of(qkv.dtype());
+    const int64_t per_group = shape.heads / shape.groups;
+    key_offset = static_cast<size_t>(per_group * shape.head_dim) * element;
+    value_offset = static_cast<size_t>((per_group + 1) * shape.head_dim) * element;
+    auto* base = static_cast<std::byte*>(qkv.raw());
+    if (queries_in_place(k)) {
+      pack[kQ] = base;
+    } else {
+      queries = backend.empty({shape.batch * shape.seq, shape.heads * shape.head_dim},
+                              qkv.dtype());
+      copy_queries(stream, shape, qkv, queries, false);
+      pack[kQ] = queries.raw();
+    }
+    pack[kK] = base + key_offset;
+    pack[kV] = base + value_offset;
+  }
+};
+
+}  // namespace
+
 void CudnnAttention::forward(const Tensor& qkv, const AttentionShape& shape,
                              const AttentionOptions& options, Tensor& out, Tensor& lse) {
   const GraphKey k = key_of(shape, options, qkv.dtype(), false);
-  std::unordered_map<int64_t, void*> pack;
-  Extras x = extras(*state_->backend, shape, options, pack);
-  if (options.dropout > 0) {
-    pack[kSeed] = &x.seed;
-    pack[kOffset] = &x.offset;
-  }
-  const size_t element = size_of(qkv.dtype());
-  auto* base = static_cast<std::byte*>(qkv.raw());
-  const int64_t per_group = shape.heads / shape.groups;
-  Tensor queries;
-  if (queries_in_place(k)) {
-    pack[kQ] = base;
-  } else {
-    queries = state_->backend->empty({shape.batch * shape.seq, shape.heads * shape.head_dim},
-                                     qkv.dtype());
-    copy_queries(state_->stream, shape, qkv, queries, false);
-    pack[kQ] = queries.raw();
-  }
-  pack[kK] = base + static_cast<size_t>(per_group * shape.head_dim) * element;
-  pack[kV] = base + static_cast<size_t>((per_group + 1) * shape.head_dim) * element;
-  pack[kO] = out.raw();
-  pack[kStats] = lse.raw();
-  state_->run(k, pack);
+  Inputs in(*state_->backend, state_->stream, k, qkv, shape, options);
+  in.pack[kO] = out.raw();
+  in.pack[kStats] = lse.raw();
+  state_->run(k, in.pack);
 }
 
 void CudnnAttention::backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
                               const Tensor& lse, const AttentionShape& shape,
                               const AttentionOptions& options, Tensor& dqkv) {
   const GraphKey k = key_of(shape, options, qkv.dtype(), true);
-  std::unordered_map<int64_t, void*> pack;
-  Extras x = extras(*state_->backend, shape, options, pack);
-  if (options.dropout > 0) {
-    pack[kSeed] = &x.seed;
-    pack[kOffset] = &x.offset;
-  }
-  const size_t element = size_of(qkv.dtype());
-  auto* base = static_cast<std::byte*>(qkv.raw());
+  Inputs in(*state_->backend, state_->stream, k, qkv, shape, options);
   auto* grad = static_cast<std::byte*>(dqkv.raw());
-  const int64_t per_group = shape.heads / shape.groups;
-  const size_t key_offset = static_cast<size_t>(per_group * shape.head_dim) * element;
-  const size_t value_offset = static_cast<size_t>((per_group + 1) * shape.head_dim) * element;
-  Tensor queries, dqueries;
+  Tensor dqueries;
   if (queries_in_place(k)) {
-    pack[kQ] = base;
-    pack[kDQ] = grad;
+    in.pack[kDQ] = grad;
   } else {
-    const Shape dense{shape.batch * shape.seq, shape.heads * shape.head_dim};
-    queries = state_->backend->empty(dense, qkv.dtype());
-    dqueries = state_->backend->empty(dense, dqkv.dtype());
-    copy_queries(state_->stream, shape, qkv, queries, false);
-    pack[kQ] = queries.raw();
-    pack[kDQ] = dqueries.raw();
+    dqueries = state_->backend->empty(in.queries.shape(), dqkv.dtype());
+    in.pack[kDQ] = dqueries.raw();
   }
-  pack[kK] = base + key_offset;
-  pack[kV] = base + value_offset;
-  pack[kO] = out.raw();
-  pack[kDO] = dout.raw();
-  pack[kStats] = lse.raw();
-  pack[kDK] = grad + key_offset;
-  pack[kDV] = grad + value_offset;
-  state_->run(k, pack);
+  in.pack[kO] = out.raw();
+  in.pack[kDO] = dout.raw();
+  in.pack[kStats] = lse.raw();
+  in.pack[kDK] = grad + in.key_offset;
+  in.pack[kDV] = grad + in.value_offset;
+  state_->run(k, in.pack);
   if (!queries_in_place(k)) copy_queries(state_->stream, shape, dqueries, dqkv, true);
 }
 

@@ -26,6 +26,24 @@ double predicted_tflops(const Plan& plan, double flops_per_iteration, int64_t gp
   return flops_per_iteration / (plan.estimate.step_time_s * static_cast<double>(gpus)) / 1e12;
 }
 
+// The row's model and layout in make_gpt's terms; the caller adds the table's own settings.
+recipe::CompiledRecipe row_recipe(const Row& row, int64_t seq, int64_t vocab, recipe::DType dtype,
+                                  bool flash) {
+  return make_gpt({.layers = row.layers,
+                   .hidden = row.hidden,
+                   .heads = row.heads,
+                   .seq_length = seq,
+                   .vocab = vocab,
+                   .micro_batch = row.micro_batch,
+                   .global_batch = row.batch,
+                   .tensor = row.tensor,
+                   .pipeline = row.pipeline,
+                   .virtual_pipeline = row.chunks,
+                   .data = row.gpus / (row.tensor * row.pipeline),
+                   .dtype = dtype,
+                   .flash_attention = flash});
+}
+
 void expect_within_20_percent(const Row& row, double predicted) {
   const double ratio = predicted / row.published_tflops;
   EXPECT_GT(ratio, 0.8) << fmt::format("{}B: predicted {:.1f} TFLOP/s per GPU, published {:.1f}",
@@ -52,18 +70,7 @@ const Row kNarayanan2021[] = {
 
 TEST(PublishedThroughput, EveryRowOfNarayanan2021Table1OnA100WithinTwentyPercent) {
   for (const Row& row : kNarayanan2021) {
-    auto compiled = make_gpt({.layers = row.layers,
-                              .hidden = row.hidden,
-                              .heads = row.heads,
-                              .seq_length = 2048,
-                              .vocab = 51200,
-                              .micro_batch = row.micro_batch,
-                              .global_batch = row.batch,
-                              .tensor = row.tensor,
-                              .pipeline = row.pipeline,
-                              .virtual_pipeline = row.chunks,
-                              .data = row.gpus / (row.tensor * row.pipeline),
-                              .dtype = recipe::DType::F16});
+    auto compiled = row_recipe(row, 2048, 51200, recipe::DType::F16, false);
     compiled.recipe.training.recompute = recipe::Recompute::Full;
     compiled.recipe.cluster.hardware = "a100-80gb";
     testing::rederive(compiled);
@@ -95,19 +102,7 @@ const Row kMegatronCoreH100[] = {
 
 TEST(PublishedThroughput, EveryRowOfMegatronCoreH100TableWithinTwentyPercent) {
   for (const Row& row : kMegatronCoreH100) {
-    auto compiled = make_gpt({.layers = row.layers,
-                              .hidden = row.hidden,
-                              .heads = row.heads,
-                              .seq_length = 4096,
-                              .vocab = 131072,
-                              .micro_batch = row.micro_batch,
-                              .global_batch = row.batch,
-                              .tensor = row.tensor,
-                              .pipeline = row.pipeline,
-                              .virtual_pipeline = row.chunks,
-                              .data = row.gpus / (row.tensor * row.pipeline),
-                              .dtype = recipe::DType::Bf16,
-                              .flash_attention = true});
+    auto compiled = row_recipe(row, 4096, 131072, recipe::DType::Bf16, true);
     compiled.recipe.model.tie_embeddings = false;
     compiled.recipe.parallel.sequence_parallel = row.tensor > 1;
     compiled.recipe.parallel.distributed_optimizer = true;
