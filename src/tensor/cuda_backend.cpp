@@ -105,7 +105,8 @@ struct CudaBackend::State {
     return cudnn && cudnn_attention_supports(shape, options, qkv.dtype()) &&
            out.dtype() == qkv.dtype() &&
            qkv.numel() == shape.batch * shape.seq * shape.qkv_width() &&
-           out.numel() == shape.batch * shape.seq * shape.heads * shape.head_dim;
+           out.numel() == shape.batch * shape.seq * shape.heads * shape.head_dim &&
+           cudnn->ready(shape, options, qkv.dtype());
   }
 };
 

@@ -9,6 +9,7 @@
 #include <cudnn_frontend.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -42,7 +43,26 @@ CudnnAttention::CudnnAttention(Backend&, void*) {
   throw RuntimeFailure("this build has no cuDNN attention");
 }
 CudnnAttention::~CudnnAttention() = default;
+bool CudnnAttention::ready(const AttentionShape& shape, const AttentionOptions& options,
+                           DType dtype) {
+  const GraphKey forward = key_of(shape, options, dtype, false);
+  if (auto it = state_->usable.find(forward); it != state_->usable.end()) return it->second;
+  bool ok = true;
+  try {
+    state_->built(forward);
+    state_->built(key_of(shape, options, dtype, true));
+  } catch (const std::exception& e) {
+    ok = false;
+    std::cerr << "megatron: warning: " << e.what() << " (attention of " << shape.batch << " x "
+              << shape.seq << " tokens, " << shape.heads << " heads of " << shape.head_dim
+              << "): the flash kernels run it\n";
+  }
+  state_->usable.emplace(forward, ok);
+  return ok;
+}
+
 std::string CudnnAttention::version() const { return ""; }
+bool CudnnAttention::ready(const AttentionShape&, const AttentionOptions&, DType) { return false; }
 void CudnnAttention::forward(const Tensor&, const AttentionShape&, const AttentionOptions&,
                              Tensor&, Tensor&) {}
 void CudnnAttention::backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
@@ -215,6 +235,7 @@ struct CudnnAttention::State {
   cudnnHandle_t handle = nullptr;
   std::mutex mutex;
   std::map<GraphKey, std::pair<std::shared_ptr<fe::graph::Graph>, int64_t>> graphs;
+  std::map<GraphKey, bool> usable;  // by the forward's key
 
   // The built graph and its workspace bytes; builds it on first use (seconds: cuDNN compiles).
   std::pair<std::shared_ptr<fe::graph::Graph>, int64_t>& built(const GraphKey& k) {
@@ -225,8 +246,7 @@ struct CudnnAttention::State {
     // Each step needs the one before it: stop at the first that fails.
     auto step = [](fe::error_t status) {
       if (!status.is_good())
-        throw RuntimeFailure("cuDNN attention: " + status.get_message() +
-                             " (set MEGATRON_CUDNN_ATTENTION=0 to use the flash kernels)");
+        throw RuntimeFailure("cuDNN attention cannot build its graph: " + status.get_message());
     };
     step(graph->validate());
     step(graph->build_operation_graph(handle));
@@ -301,6 +321,24 @@ CudnnAttention::CudnnAttention(Backend& backend, void* stream) : state_(std::mak
 
 CudnnAttention::~CudnnAttention() {
   if (state_ && state_->handle) fe::detail::destroy_handle(state_->handle);
+}
+
+bool CudnnAttention::ready(const AttentionShape& shape, const AttentionOptions& options,
+                           DType dtype) {
+  const GraphKey forward = key_of(shape, options, dtype, false);
+  if (auto it = state_->usable.find(forward); it != state_->usable.end()) return it->second;
+  bool ok = true;
+  try {
+    state_->built(forward);
+    state_->built(key_of(shape, options, dtype, true));
+  } catch (const std::exception& e) {
+    ok = false;
+    std::cerr << "megatron: warning: " << e.what() << " (attention of " << shape.batch << " x "
+              << shape.seq << " tokens, " << shape.heads << " heads of " << shape.head_dim
+              << "): the flash kernels run it\n";
+  }
+  state_->usable.emplace(forward, ok);
+  return ok;
 }
 
 std::string CudnnAttention::version() const {

@@ -37,6 +37,11 @@ class CudnnAttention {
   std::string version() const;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
 
+  // Whether cuDNN runs these arguments on this GPU: builds (once per shape and options) the
+  // forward graph and the backward graph, so the two always run on the same side. A graph cuDNN
+  // refuses to build leaves them to the flash kernels, with one warning on stderr.
+  bool ready(const AttentionShape& shape, const AttentionOptions& options, DType dtype);
+
   // As Backend::attention_forward / attention_backward; lse is cuDNN's softmax statistics (the
   // natural-log log-sum-exp of each scaled score row), so a backward pairs with a cuDNN forward.
   void forward(const Tensor& qkv, const AttentionShape& shape, const AttentionOptions& options,
