@@ -108,6 +108,13 @@ struct CudaBackend::State {
            out.numel() == shape.batch * shape.seq * shape.heads * shape.head_dim &&
            cudnn->ready(shape, options, qkv.dtype());
   }
+  bool use_cudnn(const Tensor& q, const Tensor& out, const CrossAttentionShape& shape,
+                 const AttentionOptions& options) const {
+    return cudnn && cudnn_cross_attention_supports(shape, options, q.dtype()) &&
+           out.dtype() == q.dtype() &&
+           out.numel() == shape.batch * shape.q_seq * shape.out_width() &&
+           cudnn->ready(shape, options, q.dtype());
+  }
 };
 
 CudaBackend::CudaBackend(CudaOptions options) : state_(std::make_unique<State>()) {
@@ -566,6 +573,10 @@ void CudaBackend::cross_attention_forward(const Tensor& q, const Tensor& kv,
                                           const CrossAttentionShape& shape,
                                           const AttentionOptions& options, Tensor& out,
                                           Tensor& lse) {
+  if (state_->use_cudnn(q, out, shape, options)) {
+    state_->cudnn->cross_forward(q, kv, shape, options, out, lse);
+    return;
+  }
   kernels::cross_attention_forward(state_->stream(), q, kv, shape, options, out, lse);
 }
 void CudaBackend::cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
@@ -573,6 +584,11 @@ void CudaBackend::cross_attention_backward(const Tensor& q, const Tensor& kv, co
                                            const CrossAttentionShape& shape,
                                            const AttentionOptions& options, Tensor& dq, Tensor& dkv,
                                            Tensor* dbias) {
+  if (state_->use_cudnn(q, out, shape, options) && dq.dtype() == q.dtype() &&
+      dkv.dtype() == q.dtype() && dout.dtype() == q.dtype()) {
+    state_->cudnn->cross_backward(q, kv, out, dout, lse, shape, options, dq, dkv, dbias);
+    return;
+  }
   kernels::cross_attention_backward(state_->stream(), state_->workspace, q, kv, out, dout, lse,
                                     shape, options, dq, dkv, dbias);
 }

@@ -29,9 +29,26 @@ bool cudnn_attention_supports(const AttentionShape& shape, const AttentionOption
          options.bias == nullptr;
 }
 
+bool cudnn_cross_attention_supports(const CrossAttentionShape& shape,
+                                    const AttentionOptions& options, DType dtype) {
+  // The bias pointer carries the head offset: cuDNN wants 16-byte aligned tensors.
+  const bool bias_ok = options.bias == nullptr ||
+                       (options.bias->dtype() == DType::F32 && options.bias_offset % 4 == 0 &&
+                        options.bias_columns >= shape.heads);
+  return cudnn_attention_built() && (dtype == DType::Bf16 || dtype == DType::F16) &&
+         shape.head_dim % 8 == 0 && shape.head_dim <= 128 && shape.groups > 0 &&
+         shape.heads % shape.groups == 0 && options.first_keys.empty() && bias_ok &&
+         (!shape.packed || shape.q_seq == shape.kv_seq);
+}
+
 #ifndef MEGATRON_WITH_CUDNN
 
 bool cudnn_attention_built() { return false; }
+
+std::string validate_cudnn_cross_attention(const CrossAttentionShape&, const AttentionOptions&,
+                                           DType, bool, int) {
+  return "this build has no cuDNN attention (cudnn-frontend's headers were not found)";
+}
 
 std::string validate_cudnn_attention(const AttentionShape&, const AttentionOptions&, DType, bool,
                                      int) {
@@ -63,6 +80,14 @@ bool CudnnAttention::ready(const AttentionShape& shape, const AttentionOptions& 
 
 std::string CudnnAttention::version() const { return ""; }
 bool CudnnAttention::ready(const AttentionShape&, const AttentionOptions&, DType) { return false; }
+bool CudnnAttention::ready(const CrossAttentionShape&, const AttentionOptions&, DType) {
+  return false;
+}
+void CudnnAttention::cross_forward(const Tensor&, const Tensor&, const CrossAttentionShape&,
+                                   const AttentionOptions&, Tensor&, Tensor&) {}
+void CudnnAttention::cross_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                    const Tensor&, const CrossAttentionShape&,
+                                    const AttentionOptions&, Tensor&, Tensor&, Tensor*) {}
 void CudnnAttention::forward(const Tensor&, const AttentionShape&, const AttentionOptions&,
                              Tensor&, Tensor&) {}
 void CudnnAttention::backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
@@ -100,39 +125,56 @@ std::string load_cudnn() {
 }
 
 // Tensor ids in the graphs' variant packs.
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSeqQ, kSeqKV, kSeed, kOffset };
+enum Uid : int64_t {
+  kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSeqQ, kSeqKV, kSeed, kOffset, kBias, kDBias
+};
 
 // What a graph depends on; graphs are cached under it.
 struct GraphKey {
-  int64_t batch, seq, heads, groups, head_dim;
+  int64_t batch, seq, kv_seq, heads, groups, head_dim;
   int dtype;
   bool causal, padding, dropout, backward;
+  bool fused;            // one qkv row per token (backend.hpp's layout); else q and kv apart
+  int64_t bias_columns;  // an f32 score bias [seq, kv_seq, bias_columns]; 0: none
   float scale, dropout_p;
   auto tie() const {
-    return std::tie(batch, seq, heads, groups, head_dim, dtype, causal, padding, dropout, backward,
-                    scale, dropout_p);
+    return std::tie(batch, seq, kv_seq, heads, groups, head_dim, dtype, causal, padding, dropout,
+                    backward, fused, bias_columns, scale, dropout_p);
   }
   bool operator<(const GraphKey& o) const { return tie() < o.tie(); }
 };
 
 GraphKey key_of(const AttentionShape& s, const AttentionOptions& o, DType dtype, bool backward) {
-  return {s.batch, s.seq, s.heads, s.groups, s.head_dim, static_cast<int>(dtype), o.causal,
-          !o.key_lengths.empty(), o.dropout > 0, backward, o.scale, o.dropout};
+  return {s.batch, s.seq, s.seq, s.heads, s.groups, s.head_dim, static_cast<int>(dtype),
+          o.causal, !o.key_lengths.empty(), o.dropout > 0, backward, true, 0, o.scale, o.dropout};
 }
 
-// Queries are read in place when each group has one query head (their columns then step by a
-// fixed stride); with grouped queries the columns of a group's heads are not evenly spaced
-// across groups, so they are copied out first (and dQ copied back).
-bool queries_in_place(const GraphKey& k) { return k.heads == k.groups; }
+GraphKey key_of(const CrossAttentionShape& s, const AttentionOptions& o, DType dtype,
+                bool backward) {
+  return {s.batch, s.q_seq, s.kv_seq, s.heads, s.groups, s.head_dim, static_cast<int>(dtype),
+          o.causal, !o.key_lengths.empty(), o.dropout > 0, backward, s.packed,
+          o.bias ? o.bias_columns : 0, o.scale, o.dropout};
+}
 
-// The qkv row holds, per group, its query heads, then its key, then its value (backend.hpp).
-// Dims [batch, heads, seq, head_dim] with the strides of that layout.
+// Queries are read in place when their head columns step by a fixed stride: always with q and
+// kv apart, and in fused rows when each group has one query head. With grouped queries in fused
+// rows a group's heads are not evenly spaced across groups, so they are copied out first (and
+// dQ copied back).
+bool queries_in_place(const GraphKey& k) { return !k.fused || k.heads == k.groups; }
+
+// Fused rows hold, per group, its query heads, then its key, then its value (backend.hpp); apart,
+// q rows hold the heads in turn and kv rows each group's key then value. Dims [batch, heads,
+// seq, head_dim] with those strides.
 std::vector<int64_t> qkv_strides(const GraphKey& k, int64_t head_stride) {
   const int64_t width = (k.heads + 2 * k.groups) * k.head_dim;
   return {k.seq * width, head_stride, width, 1};
 }
 std::vector<int64_t> dense_strides(const GraphKey& k, int64_t heads) {
   return {k.seq * heads * k.head_dim, k.head_dim, heads * k.head_dim, 1};
+}
+std::vector<int64_t> kv_apart_strides(const GraphKey& k) {
+  const int64_t width = 2 * k.groups * k.head_dim;
+  return {k.kv_seq * width, 2 * k.head_dim, width, 1};
 }
 
 // sm_version 0: the device's own; otherwise the graph targets that GPU without one (set before
@@ -151,15 +193,24 @@ std::shared_ptr<fe::graph::Graph> make_graph(const GraphKey& k, int sm_version =
         std::move(dim)).set_stride(std::move(stride)));
   };
   const std::vector<int64_t> q_dim{k.batch, k.heads, k.seq, k.head_dim};
-  const std::vector<int64_t> kv_dim{k.batch, k.groups, k.seq, k.head_dim};
-  const auto q_stride = queries_in_place(k) ? qkv_strides(k, 3 * k.head_dim)
-                                            : dense_strides(k, k.heads);
-  const auto kv_stride = qkv_strides(k, (per_group + 2) * k.head_dim);
+  const std::vector<int64_t> kv_dim{k.batch, k.groups, k.kv_seq, k.head_dim};
+  const auto q_stride = k.fused && queries_in_place(k) ? qkv_strides(k, 3 * k.head_dim)
+                                                       : dense_strides(k, k.heads);
+  const auto kv_stride =
+      k.fused ? qkv_strides(k, (per_group + 2) * k.head_dim) : kv_apart_strides(k);
   auto q = tensor("Q", kQ, q_dim, q_stride);
   auto key = tensor("K", kK, kv_dim, kv_stride);
   auto value = tensor("V", kV, kv_dim, kv_stride);
 
-  std::shared_ptr<fe::graph::Tensor_attributes> seq_q, seq_kv, seed, offset;
+  std::shared_ptr<fe::graph::Tensor_attributes> seq_q, seq_kv, seed, offset, bias, dbias;
+  // The bias, f32 [heads, seq, kv_seq] (cuDNN reads keys contiguous; the cross-attention op's
+  // [seq, kv_seq, columns] is transposed into it, and the gradient back).
+  const std::vector<int64_t> bias_dim{1, k.heads, k.seq, k.kv_seq};
+  const std::vector<int64_t> bias_stride{k.heads * k.seq * k.kv_seq, k.seq * k.kv_seq, k.kv_seq, 1};
+  if (k.bias_columns > 0)
+    bias = graph->tensor(fe::graph::Tensor_attributes().set_name("bias").set_uid(kBias)
+                             .set_dim(bias_dim).set_stride(bias_stride)
+                             .set_data_type(fe::DataType_t::FLOAT));
   if (k.padding) {
     auto lengths = [&](const char* name, Uid uid) {
       return graph->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid)
@@ -188,6 +239,7 @@ std::shared_ptr<fe::graph::Graph> make_graph(const GraphKey& k, int sm_version =
                        .set_causal_mask(k.causal).set_attn_scale(k.scale);
     if (k.padding) options.set_padding_mask(true).set_seq_len_q(seq_q).set_seq_len_kv(seq_kv);
     if (k.dropout) options.set_dropout(k.dropout_p, seed, offset);
+    if (bias) options.set_bias(bias);
     auto [o, stats] = graph->sdpa(q, key, value, options);
     o->set_output(true).set_uid(kO).set_dim(q_dim).set_stride(dense_strides(k, k.heads));
     stats->set_output(true);
@@ -203,6 +255,12 @@ std::shared_ptr<fe::graph::Graph> make_graph(const GraphKey& k, int sm_version =
                      .set_deterministic_algorithm(true);
   if (k.padding) options.set_padding_mask(true).set_seq_len_q(seq_q).set_seq_len_kv(seq_kv);
   if (k.dropout) options.set_dropout(k.dropout_p, seed, offset);
+  if (bias) {
+    dbias = graph->tensor(fe::graph::Tensor_attributes().set_name("dbias").set_uid(kDBias)
+                              .set_dim(bias_dim).set_stride(bias_stride)
+                              .set_data_type(fe::DataType_t::FLOAT));
+    options.set_bias(bias).set_dbias(dbias);
+  }
   auto grads = graph->sdpa_backward(q, key, value, o, d_o, stats, options);
   grads[0]->set_output(true).set_uid(kDQ).set_dim(q_dim).set_stride(q_stride);
   grads[1]->set_output(true).set_uid(kDK).set_dim(kv_dim).set_stride(kv_stride);
@@ -224,6 +282,19 @@ std::string validate_cudnn_attention(const AttentionShape& shape, const Attentio
   try {
     auto graph = make_graph(key_of(shape, options, dtype, backward), sm_version);
     return failed(graph->validate());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string validate_cudnn_cross_attention(const CrossAttentionShape& shape,
+                                           const AttentionOptions& options, DType dtype,
+                                           bool backward, int sm_version) {
+  if (!cudnn_cross_attention_supports(shape, options, dtype))
+    return "these options stay with the cross-attention kernels";
+  if (std::string failure = load_cudnn(); !failure.empty()) return failure;
+  try {
+    return failed(make_graph(key_of(shape, options, dtype, backward), sm_version)->validate());
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -274,6 +345,25 @@ void check_cuda(cudaError_t status, const char* what) {
     cudaGetLastError();
     throw RuntimeFailure(std::string("cuDNN attention: ") + what + ": " +
                          cudaGetErrorString(status));
+  }
+}
+
+// Per local head h, the bias column (i * kv_seq + j) * columns + offset + h of the cross-attention
+// op's layout to or from row h of a [heads, q_seq * kv_seq] f32 tensor.
+void move_bias_columns(cudaStream_t stream, const CrossAttentionShape& s,
+                       const AttentionOptions& o, void* columns_layout, void* heads_layout,
+                       bool into_heads) {
+  const size_t f = sizeof(float), cells = static_cast<size_t>(s.q_seq * s.kv_seq);
+  const size_t pitch = static_cast<size_t>(o.bias_columns) * f;
+  for (int64_t h = 0; h < s.heads; ++h) {
+    auto* column = static_cast<std::byte*>(columns_layout) + static_cast<size_t>(o.bias_offset + h) * f;
+    auto* row = static_cast<std::byte*>(heads_layout) + static_cast<size_t>(h) * cells * f;
+    if (into_heads)
+      check_cuda(cudaMemcpy2DAsync(row, f, column, pitch, f, cells, cudaMemcpyDeviceToDevice,
+                                   stream), "bias");
+    else
+      check_cuda(cudaMemcpy2DAsync(column, pitch, row, f, f, cells, cudaMemcpyDeviceToDevice,
+                                   stream), "bias gradient");
   }
 }
 
@@ -413,6 +503,26 @@ struct Inputs {
     pack[kK] = base + key_offset;
     pack[kV] = base + value_offset;
   }
+  // The cross-attention op's: fused rows as above, or q and kv apart (each group's key, then
+  // its value, in kv's rows); the f32 score bias transposed into [heads, q_seq, kv_seq].
+  Inputs(Backend& backend, cudaStream_t stream, const GraphKey& k, const Tensor& q,
+         const Tensor& kv, const CrossAttentionShape& shape, const AttentionOptions& options)
+      : Inputs(backend, stream, k, q, shape.self(), options) {
+    if (!shape.packed) {
+      const size_t element = size_of(q.dtype());
+      key_offset = 0;
+      value_offset = static_cast<size_t>(shape.head_dim) * element;
+      pack[kQ] = q.raw();
+      pack[kK] = kv.raw();
+      pack[kV] = static_cast<std::byte*>(kv.raw()) + value_offset;
+    }
+    if (options.bias) {
+      bias = backend.empty({shape.heads, shape.q_seq, shape.kv_seq}, DType::F32);
+      move_bias_columns(stream, shape, options, options.bias->raw(), bias.raw(), true);
+      pack[kBias] = bias.raw();
+    }
+  }
+  Tensor bias;
 };
 
 }  // namespace
@@ -424,6 +534,70 @@ void CudnnAttention::forward(const Tensor& qkv, const AttentionShape& shape,
   in.pack[kO] = out.raw();
   in.pack[kStats] = lse.raw();
   state_->run(k, in.pack);
+}
+
+void CudnnAttention::cross_forward(const Tensor& q, const Tensor& kv,
+                                   const CrossAttentionShape& shape,
+                                   const AttentionOptions& options, Tensor& out, Tensor& lse) {
+  const GraphKey k = key_of(shape, options, q.dtype(), false);
+  Inputs in(*state_->backend, state_->stream, k, q, kv, shape, options);
+  in.pack[kO] = out.raw();
+  in.pack[kStats] = lse.raw();
+  state_->run(k, in.pack);
+}
+
+void CudnnAttention::cross_backward(const Tensor& q, const Tensor& kv, const Tensor& out,
+                                    const Tensor& dout, const Tensor& lse,
+                                    const CrossAttentionShape& shape,
+                                    const AttentionOptions& options, Tensor& dq, Tensor& dkv,
+                                    Tensor* dbias) {
+  const GraphKey k = key_of(shape, options, q.dtype(), true);
+  Inputs in(*state_->backend, state_->stream, k, q, kv, shape, options);
+  auto* grad_kv = static_cast<std::byte*>(dkv.raw());
+  Tensor dqueries, dbias_heads;
+  if (queries_in_place(k)) {
+    in.pack[kDQ] = dq.raw();
+  } else {
+    dqueries = state_->backend->empty(in.queries.shape(), dq.dtype());
+    in.pack[kDQ] = dqueries.raw();
+  }
+  in.pack[kO] = out.raw();
+  in.pack[kDO] = dout.raw();
+  in.pack[kStats] = lse.raw();
+  in.pack[kDK] = grad_kv + in.key_offset;
+  in.pack[kDV] = grad_kv + in.value_offset;
+  if (options.bias) {
+    dbias_heads = state_->backend->empty({shape.heads, shape.q_seq, shape.kv_seq}, DType::F32);
+    in.pack[kDBias] = dbias_heads.raw();
+  }
+  state_->run(k, in.pack);
+  if (!queries_in_place(k)) copy_queries(state_->stream, shape.self(), dqueries, dq, true);
+  if (options.bias && dbias) {
+    // cuDNN writes the gradient; the op accumulates into its own heads' columns only: spread the
+    // rows into zeros shaped like dbias and add.
+    Tensor spread = state_->backend->empty(dbias->shape(), DType::F32);
+    state_->backend->fill(spread, 0.0);
+    move_bias_columns(state_->stream, shape, options, spread.raw(), dbias_heads.raw(), false);
+    state_->backend->axpy(1.0f, spread, *dbias);
+  }
+}
+
+bool CudnnAttention::ready(const CrossAttentionShape& shape, const AttentionOptions& options,
+                           DType dtype) {
+  const GraphKey forward = key_of(shape, options, dtype, false);
+  if (auto it = state_->usable.find(forward); it != state_->usable.end()) return it->second;
+  bool ok = true;
+  try {
+    state_->built(forward);
+    state_->built(key_of(shape, options, dtype, true));
+  } catch (const std::exception& e) {
+    ok = false;
+    std::cerr << "megatron: warning: " << e.what() << " (cross-attention of " << shape.batch
+              << " x " << shape.q_seq << " by " << shape.kv_seq << " tokens): the attention "
+              << "kernels run it\n";
+  }
+  state_->usable.emplace(forward, ok);
+  return ok;
 }
 
 void CudnnAttention::backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,

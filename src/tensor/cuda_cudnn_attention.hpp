@@ -26,6 +26,14 @@ bool cudnn_attention_supports(const AttentionShape& shape, const AttentionOption
 std::string validate_cudnn_attention(const AttentionShape& shape, const AttentionOptions& options,
                                      DType dtype, bool backward, int sm_version);
 
+// The same for the cross-attention op (Backend::cross_attention_*): q and kv apart or fused, a
+// score bias (T5's relative positions, with its gradient), key padding.
+bool cudnn_cross_attention_supports(const CrossAttentionShape& shape,
+                                    const AttentionOptions& options, DType dtype);
+std::string validate_cudnn_cross_attention(const CrossAttentionShape& shape,
+                                           const AttentionOptions& options, DType dtype,
+                                           bool backward, int sm_version);
+
 // The runtime: one cuDNN handle on the backend's stream and the built graphs. `backend` supplies
 // device memory for workspaces and copies.
 class CudnnAttention {
@@ -41,6 +49,14 @@ class CudnnAttention {
   // forward graph and the backward graph, so the two always run on the same side. A graph cuDNN
   // refuses to build leaves them to the flash kernels, with one warning on stderr.
   bool ready(const AttentionShape& shape, const AttentionOptions& options, DType dtype);
+
+  bool ready(const CrossAttentionShape& shape, const AttentionOptions& options, DType dtype);
+  // As Backend::cross_attention_forward / cross_attention_backward (dbias accumulates).
+  void cross_forward(const Tensor& q, const Tensor& kv, const CrossAttentionShape& shape,
+                     const AttentionOptions& options, Tensor& out, Tensor& lse);
+  void cross_backward(const Tensor& q, const Tensor& kv, const Tensor& out, const Tensor& dout,
+                      const Tensor& lse, const CrossAttentionShape& shape,
+                      const AttentionOptions& options, Tensor& dq, Tensor& dkv, Tensor* dbias);
 
   // As Backend::attention_forward / attention_backward; lse is cuDNN's softmax statistics (the
   // natural-log log-sum-exp of each scaled score row), so a backward pairs with a cuDNN forward.

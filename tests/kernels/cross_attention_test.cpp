@@ -82,6 +82,9 @@ AttentionOptions with_bias(AttentionOptions o, const Tensor& bias) {
 
 class CudaCrossAttention : public CudaOpTest {
  protected:
+  // These tests are the attention kernels': bf16 would otherwise go to cuDNN
+  // (cudnn_attention_test).
+  tensor::CudaOptions gpu_options() const override { return {.cudnn_attention = false}; }
   // NaN everywhere: an element the op fails to write cannot pass the comparison.
   Pair poisoned(const Shape& shape, DType dtype) {
     return make(
