@@ -60,23 +60,6 @@ CudnnAttention::CudnnAttention(Backend&, void*) {
   throw RuntimeFailure("this build has no cuDNN attention");
 }
 CudnnAttention::~CudnnAttention() = default;
-bool CudnnAttention::ready(const AttentionShape& shape, const AttentionOptions& options,
-                           DType dtype) {
-  const GraphKey forward = key_of(shape, options, dtype, false);
-  if (auto it = state_->usable.find(forward); it != state_->usable.end()) return it->second;
-  bool ok = true;
-  try {
-    state_->built(forward);
-    state_->built(key_of(shape, options, dtype, true));
-  } catch (const std::exception& e) {
-    ok = false;
-    std::cerr << "megatron: warning: " << e.what() << " (attention of " << shape.batch << " x "
-              << shape.seq << " tokens, " << shape.heads << " heads of " << shape.head_dim
-              << "): the flash kernels run it\n";
-  }
-  state_->usable.emplace(forward, ok);
-  return ok;
-}
 
 std::string CudnnAttention::version() const { return ""; }
 bool CudnnAttention::ready(const AttentionShape&, const AttentionOptions&, DType) { return false; }
@@ -329,6 +312,25 @@ struct CudnnAttention::State {
     return graphs.emplace(k, std::make_pair(graph, workspace)).first->second;
   }
 
+  // Builds (once) a forward graph and its backward; false, with one warning, when cuDNN refuses
+  // either, so both stay with the kernels.
+  bool both_built(const GraphKey& forward, const GraphKey& backward, const char* what) {
+    if (auto it = usable.find(forward); it != usable.end()) return it->second;
+    bool ok = true;
+    try {
+      built(forward);
+      built(backward);
+    } catch (const std::exception& e) {
+      ok = false;
+      std::cerr << "megatron: warning: " << e.what() << " (" << what << " of " << forward.batch
+                << " x " << forward.seq << " by " << forward.kv_seq << " tokens, "
+                << forward.heads << " heads of " << forward.head_dim
+                << "): the attention kernels run it\n";
+    }
+    usable.emplace(forward, ok);
+    return ok;
+  }
+
   void run(const GraphKey& k, std::unordered_map<int64_t, void*>& pack) {
     auto& [graph, workspace_bytes] = built(k);
     Tensor workspace =
@@ -415,20 +417,8 @@ CudnnAttention::~CudnnAttention() {
 
 bool CudnnAttention::ready(const AttentionShape& shape, const AttentionOptions& options,
                            DType dtype) {
-  const GraphKey forward = key_of(shape, options, dtype, false);
-  if (auto it = state_->usable.find(forward); it != state_->usable.end()) return it->second;
-  bool ok = true;
-  try {
-    state_->built(forward);
-    state_->built(key_of(shape, options, dtype, true));
-  } catch (const std::exception& e) {
-    ok = false;
-    std::cerr << "megatron: warning: " << e.what() << " (attention of " << shape.batch << " x "
-              << shape.seq << " tokens, " << shape.heads << " heads of " << shape.head_dim
-              << "): the flash kernels run it\n";
-  }
-  state_->usable.emplace(forward, ok);
-  return ok;
+  return state_->both_built(key_of(shape, options, dtype, false),
+                            key_of(shape, options, dtype, true), "attention");
 }
 
 std::string CudnnAttention::version() const {
@@ -584,20 +574,8 @@ void CudnnAttention::cross_backward(const Tensor& q, const Tensor& kv, const Ten
 
 bool CudnnAttention::ready(const CrossAttentionShape& shape, const AttentionOptions& options,
                            DType dtype) {
-  const GraphKey forward = key_of(shape, options, dtype, false);
-  if (auto it = state_->usable.find(forward); it != state_->usable.end()) return it->second;
-  bool ok = true;
-  try {
-    state_->built(forward);
-    state_->built(key_of(shape, options, dtype, true));
-  } catch (const std::exception& e) {
-    ok = false;
-    std::cerr << "megatron: warning: " << e.what() << " (cross-attention of " << shape.batch
-              << " x " << shape.q_seq << " by " << shape.kv_seq << " tokens): the attention "
-              << "kernels run it\n";
-  }
-  state_->usable.emplace(forward, ok);
-  return ok;
+  return state_->both_built(key_of(shape, options, dtype, false),
+                            key_of(shape, options, dtype, true), "cross-attention");
 }
 
 void CudnnAttention::backward(const Tensor& qkv, const Tensor& out, const Tensor& dout,
