@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
 #include "core/error.hpp"
+#include "core/output_dir.hpp"
 #include "dist/launcher.hpp"
 #include "dist/mpi_communicator.hpp"
 #include "plan/hardware.hpp"
@@ -45,8 +46,7 @@ struct PlanArgs {
 
 // Measures this machine (every rank of an mpirun job takes part in the collectives) and writes
 // the profile; returns its path.
-std::string run_calibration(const PlanArgs& args) {
-  const std::string output = args.output.value_or("hardware.json");
+std::string run_calibration(const PlanArgs& args, const std::string& output) {
   const std::string base_name = args.hardware.value_or("cpu");
   const plan::HardwareProfile& base = plan::find_hardware(base_name);
   const tensor::Device device =
@@ -80,7 +80,9 @@ std::string run_calibration(const PlanArgs& args) {
   return output;
 }
 
-void check_calibration_flags(const PlanArgs& args) {
+// Refuses misused flags, and a profile that could not be written, before anything is measured.
+// Returns where --calibrate writes.
+std::string check_calibration_flags(const PlanArgs& args) {
   const std::pair<bool, const char*> flags[] = {{args.output.has_value(), "--output"},
                                                 {!args.device.empty(), "--device"},
                                                 {args.threads != 0, "--threads"},
@@ -96,15 +98,24 @@ void check_calibration_flags(const PlanArgs& args) {
     throw UserError("plan: --output " + *args.output + ": a hardware profile file's name ends "
                     "in .json (so that cluster.hardware tells it from a profile's name)");
   const std::string output = args.output.value_or("hardware.json");
-  if (args.calibrate && !args.force && std::filesystem::exists(output))
+  if (!args.calibrate) return output;
+  if (std::filesystem::is_directory(output))
+    throw UserError("plan: --output " + output + " is a directory; name the profile file to "
+                    "write in it");
+  if (!args.force && std::filesystem::exists(output))
     throw UserError("plan: " + output + " exists; --force replaces it (or choose another "
                     "--output)");
+  if (dist::launch_info().rank == 0) {
+    const std::string dir = std::filesystem::path(output).parent_path().string();
+    prepare_output_dir("--output", dir.empty() ? "." : dir);
+  }
+  return output;
 }
 
 void run_plan(PlanArgs args) {
-  check_calibration_flags(args);
+  const std::string output = check_calibration_flags(args);
   if (args.calibrate) {
-    const std::string written = run_calibration(args);
+    const std::string written = run_calibration(args, output);
     if (args.file.empty() || dist::launch_info().rank != 0) return;
     args.hardware = written;
   } else if (args.file.empty()) {

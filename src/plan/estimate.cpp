@@ -60,7 +60,6 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
     const StageTime time = stage_time(hw, stage_work(x, stage), sixteen_bit);
     const double compute = static_cast<double>(x.m) * time.per_microbatch();
     optimizer = std::max(optimizer, time.optimizer);
-    out.optimizer_time_s = optimizer;
     const PipelineSends sends = pipeline_sends(x, chunks, stage);
     const int64_t next = (stage.index + 1) % x.p, previous = (stage.index + x.p - 1) % x.p;
     const double communication = seconds(tensor_parallel_bytes(x, stage), tp_bandwidth) +
@@ -84,6 +83,7 @@ Estimate make_estimate(const ModelShape& x, const Chunks& chunks, const Plan& pl
   // pipeline bubble do not overlap anything.
   // The optimizer runs once all micro-batches are done, outside the pipeline's bubble.
   const double exposed = data_parallel * (1 - hw.dp_overlap) + embedding_sync;
+  out.optimizer_time_s = optimizer;
   out.compute_time_s = critical_compute + optimizer;
   out.communication_time_s = critical_communication + exposed;
   out.step_time_s = critical / (1 - plan.schedule.bubble_fraction) + optimizer + exposed;

@@ -1,5 +1,7 @@
 #include "plan/hardware_file.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -53,17 +55,15 @@ class Reader {
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     throw UserError(origin_ + ": " + key + ": " + what);
   }
-  const json& object(const json& parent, const std::string& key, const std::string& path) const {
-    const auto it = parent.find(key);
-    if (it == parent.end()) fail(path, "missing");
-    if (!it->is_object()) fail(path, "must be an object");
-    return *it;
-  }
+  // Every number of a profile is a size, rate, fraction or time: 1e-9 to 1e18 keeps whatever the
+  // cost model computes from them finite (a 1e-300 bandwidth would make a step last forever).
   double number(const json& value, const std::string& path, bool allow_zero) const {
     if (!value.is_number()) fail(path, "must be a number");
     const double v = value.get<double>();
     if (!std::isfinite(v) || v < 0 || (!allow_zero && v == 0))
       fail(path, allow_zero ? "must be a finite number >= 0" : "must be a finite number > 0");
+    if (v != 0 && (v < 1e-9 || v > 1e18))
+      fail(path, fmt::format("must be within 1e-9 and 1e18 (got {:g})", v));
     return v;
   }
   double field(const json& parent, const std::string& key, bool required, bool allow_zero,

@@ -64,6 +64,8 @@ void check_rate_grid(const RateGrid& grid, const std::string& what) {
       if (!positive(axis[j]))
         throw UserError(what + ": axis " + std::to_string(i) + " holds a value that is not a "
                         "finite positive number");
+      if (axis[j] < 1 || axis[j] > 1e12)
+        throw UserError(what + ": axis " + std::to_string(i) + " holds a size outside 1 to 1e12");
       if (j > 0 && axis[j] <= axis[j - 1])
         throw UserError(what + ": axis " + std::to_string(i) + " is not strictly ascending");
     }
@@ -76,6 +78,8 @@ void check_rate_grid(const RateGrid& grid, const std::string& what) {
                     std::to_string(points) + " points");
   for (double rate : grid.rates)
     if (!positive(rate)) throw UserError(what + ": a rate is not a finite positive number");
+    else if (rate < 1 || rate > 1e18)
+      throw UserError(what + ": a rate outside 1 to 1e18 per second");
 }
 
 }  // namespace megatron::plan

@@ -24,7 +24,8 @@ struct RateGrid {
 
 // Throws UserError naming `what` ("gemm_16bit") when the grid is malformed: axes empty, an axis
 // empty or not strictly ascending, a value not finite and positive, or rates.size() not the
-// product of the axes' sizes. An empty grid (no axes, no rates) is valid.
+// product of the axes' sizes, or a size outside 1 to 1e12 or a rate outside 1 to 1e18 (what
+// keeps the times priced from them finite). An empty grid (no axes, no rates) is valid.
 void check_rate_grid(const RateGrid& grid, const std::string& what);
 
 }  // namespace megatron::plan

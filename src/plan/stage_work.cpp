@@ -118,6 +118,7 @@ StageWork stage_work(const ModelShape& x, const Stage& stage) {
       x.distributed_optimizer ? params / static_cast<double>(x.gradient_group()) : params;
   const double update_bytes = x.optimizer == recipe::Optimizer::AdamW ? 28 : 16;
   w.optimizer_bytes = 8 * params + update_bytes * updated + (x.dtype == recipe::DType::F32 ? 0 : 2 * params);
+  // Three passes (zeroing, norm, update) over about 12 parameter tensors a layer.
   w.optimizer_kernels = 3 * std::max(1.0, static_cast<double>(stage.layers.size()) * 12);
   return w;
 }

@@ -17,10 +17,16 @@ tensor::Device run_device(const recipe::Recipe& r) {
     case recipe::DeviceKind::Cuda: return tensor::Device::Cuda;
     case recipe::DeviceKind::Auto: break;
   }
-  if (plan::is_profile_file(r.cluster.hardware))  // a calibrated profile knows its device
-    return plan::find_hardware(r.cluster.hardware).device == "cpu" ? tensor::Device::Cpu
-                                                                   : tensor::Device::Cuda;
-  return r.cluster.hardware == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
+  // Auto: the device the hardware profile describes (a calibrated file records its own). A name
+  // this build does not know is a GPU's; the planner reports it.
+  const auto device_of = [](const plan::HardwareProfile& p) {
+    return p.device == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
+  };
+  if (plan::is_profile_file(r.cluster.hardware))
+    return device_of(plan::find_hardware(r.cluster.hardware));
+  for (const plan::HardwareProfile& p : plan::hardware_profiles())
+    if (p.name == r.cluster.hardware) return device_of(p);
+  return tensor::Device::Cuda;
 }
 
 void check_device_limits(const recipe::Recipe& r, int64_t head_dim, const std::string& file) {

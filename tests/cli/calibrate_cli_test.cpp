@@ -11,6 +11,7 @@ namespace megatron::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 TEST(Calibrate, QuickCalibrationWritesAProfileThatPlanUses) {
@@ -46,6 +47,23 @@ TEST(Calibrate, AnExistingProfileIsNotReplacedWithoutForce) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("kept.json exists; --force replaces it"));
   EXPECT_EQ(slurp(file), "mine");
+}
+
+TEST(Calibrate, AnOutputThatCannotBeWrittenIsRefusedBeforeMeasuring) {
+  const test_support::TempDir dir;
+  const auto file = dir.write("file.txt", "in the way");
+  const auto under_a_file =
+      run_megatron("plan --calibrate --quick --output '" + file.string() + "/hw.json'");
+  EXPECT_EQ(under_a_file.exit_code, 2);
+  EXPECT_THAT(under_a_file.err, HasSubstr("--output " + file.string() + ": cannot create this "
+                                          "directory"));
+  EXPECT_THAT(under_a_file.err, Not(HasSubstr("GEMMs")));  // nothing was measured
+  std::filesystem::create_directory(dir.path() / "dir.json");
+  const auto a_directory = run_megatron("plan --calibrate --quick --force --output '" +
+                                        (dir.path() / "dir.json").string() + "'");
+  EXPECT_EQ(a_directory.exit_code, 2);
+  EXPECT_THAT(a_directory.err, HasSubstr("dir.json is a directory; name the profile file"));
+  EXPECT_THAT(a_directory.err, Not(HasSubstr("GEMMs")));
 }
 
 TEST(Calibrate, CalibrationFlagsWithoutCalibrateAreRefused) {

@@ -95,6 +95,16 @@ TEST(HardwareFile, RefusesNumbersOutOfRange) {
   }
 }
 
+TEST(HardwareFile, RefusesMagnitudesThatWouldMakeTheEstimateInfinite) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, double>>{
+           {"memory_bandwidth", 1e-300}, {"peak_flops_16bit", 1e300}, {"kernel_overhead_s", 1e-12}}) {
+    nlohmann::json json = valid_json();
+    json[key] = value;
+    EXPECT_THAT(error_for(json), StartsWith("hw.json: " + key + ": must be within 1e-9 and 1e18"))
+        << key;
+  }
+}
+
 TEST(HardwareFile, RefusesADeviceOtherThanCpuOrCuda) {
   nlohmann::json json = valid_json();
   json["device"] = "tpu";

@@ -86,6 +86,19 @@ TEST(RateGrid, RefusesZeroNegativeAndNonFiniteValues) {
   }
 }
 
+TEST(RateGrid, RefusesSizesAndRatesNoMachineHas) {
+  RateGrid tiny_size = gemm_grid();
+  tiny_size.axes[0][0] = 0.5;
+  EXPECT_THAT(user_error_of([&] { check_rate_grid(tiny_size, "gemm"); }),
+              HasSubstr("axis 0 holds a size outside 1 to 1e12"));
+  for (double bad : {1e-300, 1e30}) {
+    RateGrid rate = gemm_grid();
+    rate.rates[0] = bad;
+    EXPECT_THAT(user_error_of([&] { check_rate_grid(rate, "gemm"); }),
+                HasSubstr("a rate outside 1 to 1e18 per second"));
+  }
+}
+
 TEST(RateGrid, RefusesRatesWithoutAxesAndAnEmptyAxis) {
   RateGrid no_axes;
   no_axes.rates = {1};

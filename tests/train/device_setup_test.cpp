@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "plan/hardware_file.hpp"
+#include "support/temp_dir.hpp"
 #include "tensor/make_backend.hpp"
 #include "train/device_setup.hpp"
 
@@ -23,6 +25,18 @@ TEST(RunDevice, AutoIsCpuForTheCpuHardwareProfile) {
 TEST(RunDevice, AutoIsCudaForAGpuHardwareProfile) {
   EXPECT_EQ(run_device(with("h100-sxm", recipe::DeviceKind::Auto)), tensor::Device::Cuda);
   EXPECT_EQ(run_device(with("a100-80gb", recipe::DeviceKind::Auto)), tensor::Device::Cuda);
+}
+
+TEST(RunDevice, AutoFollowsTheDeviceACalibratedProfileWasMeasuredOn) {
+  const test_support::TempDir dir;
+  for (const std::string device : {"cpu", "cuda"}) {
+    plan::HardwareProfile profile = plan::find_hardware("cpu");
+    profile.device = device;
+    const std::string path = (dir.path() / (device + ".json")).string();
+    plan::write_hardware_file(profile, path);
+    EXPECT_EQ(run_device(with(path, recipe::DeviceKind::Auto)),
+              device == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda);
+  }
 }
 
 TEST(RunDevice, AnExplicitDeviceWinsOverTheProfile) {
