@@ -258,7 +258,7 @@ void add_checkpoint_commands(CLI::App& app, Actions& actions) {
   auto args = std::make_shared<ConvertArgs>();
   auto* cmd = app.add_subcommand(
       "convert", "Rewrite a checkpoint for another layout or dtype, offline and tensor by tensor, "
-                 "or to and from Hugging Face (GPT-2, Llama)");
+                 "or to and from Hugging Face (GPT-2, Llama, Megatron-BERT, T5)");
   cmd->add_option("--load", args->load, "Checkpoint to read: an iter_NNNNNNN directory, or a save "
                                         "directory (its latest); with --from hf, a Hugging Face "
                                         "model directory")

@@ -394,7 +394,8 @@ void run_eval(const EvalArgs& a) {
 void add_eval_command(CLI::App& app, Actions& actions) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "eval", "Score a checkpoint on a task: perplexity, cloze (LAMBADA) or multiple choice");
+      "eval", "Score a checkpoint on a task: perplexity, cloze (LAMBADA), multiple choice, "
+              "classification or generation (BLEU, chrF, exact match, F1)");
   cmd->add_option("checkpoint", args->checkpoint, "Checkpoint (save directory or iter_NNNNNNN)")->required();
   cmd->add_option("overrides", args->overrides, "section.key=value recipe overrides");
   cmd->add_option("--task", args->task,

@@ -4,32 +4,41 @@
 #include "data/gpt2_bpe.hpp"
 #include "data/sentencepiece.hpp"
 #include "data/wordpiece.hpp"
-#include "recipe/enum_names.hpp"
 
 namespace megatron::data {
 namespace {
 
-const std::string& require(const std::string& value, const char* flag, recipe::Tokenizer kind) {
-  if (value.empty())
-    throw UserError(std::string("the ") + std::string(recipe::name_of(kind)) +
-                    " tokenizer needs " + flag);
+// Named as recipes spell them (data.tokenizer, --tokenizer).
+const char* name_of(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::Gpt2Bpe: return "gpt2-bpe";
+    case TokenizerKind::BertWordPieceLowerCase: return "bert-wordpiece-lowercase";
+    case TokenizerKind::BertWordPieceCased: return "bert-wordpiece-cased";
+    case TokenizerKind::SentencePiece: return "sentencepiece";
+    case TokenizerKind::Null: return "null";
+  }
+  return "?";
+}
+
+const std::string& require(const std::string& value, const char* flag, TokenizerKind kind) {
+  if (value.empty()) throw UserError(std::string("the ") + name_of(kind) + " tokenizer needs " + flag);
   return value;
 }
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> make_tokenizer(recipe::Tokenizer kind, const TokenizerFiles& files) {
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind, const TokenizerFiles& files) {
   switch (kind) {
-    case recipe::Tokenizer::Gpt2Bpe:
+    case TokenizerKind::Gpt2Bpe:
       return load_gpt2_bpe(require(files.vocab_file, "a vocab file (vocab.json)", kind),
                            require(files.merge_file, "a merge file (merges.txt)", kind));
-    case recipe::Tokenizer::BertWordPieceLowerCase:
+    case TokenizerKind::BertWordPieceLowerCase:
       return load_wordpiece(require(files.vocab_file, "a vocab file (vocab.txt)", kind), true);
-    case recipe::Tokenizer::BertWordPieceCased:
+    case TokenizerKind::BertWordPieceCased:
       return load_wordpiece(require(files.vocab_file, "a vocab file (vocab.txt)", kind), false);
-    case recipe::Tokenizer::SentencePiece:
+    case TokenizerKind::SentencePiece:
       return load_sentencepiece(require(files.tokenizer_model, "a tokenizer model (.model)", kind));
-    case recipe::Tokenizer::Null:
+    case TokenizerKind::Null:
       break;
   }
   throw UserError("the null tokenizer has no vocabulary to tokenize text with; choose "

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recipe/recipe.hpp"
+#include "data/tokenizer_kind.hpp"
 
 namespace megatron::data {
 
@@ -45,6 +45,6 @@ struct TokenizerFiles {
 };
 
 // Throws UserError naming the missing or malformed file.
-std::unique_ptr<Tokenizer> make_tokenizer(recipe::Tokenizer kind, const TokenizerFiles& files);
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind, const TokenizerFiles& files);
 
 }  // namespace megatron::data

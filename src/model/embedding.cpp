@@ -8,7 +8,7 @@ using tensor::Tensor;
 
 Embedding::Embedding(ParameterSet& params, const ModelConfig& config, Parameter& word)
     : config_(config), tp_(params.tp()), word_(word) {
-  if (config.position == recipe::PositionEmbedding::Learned) {
+  if (config.position == PositionEmbedding::Learned) {
     positions_ = &params.add("embedding.position_embeddings.weight",
                              {config.max_positions, config.hidden}, Init::Normal, TpSplit::None,
                              true);

@@ -16,7 +16,7 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
     placement_.chunks.emplace_back();
     for (int64_t layer = 0; layer < config_.total_layers(); ++layer) placement_.chunks[0].push_back(layer);
   }
-  if (config_.encoder_decoder && config_.position == recipe::PositionEmbedding::Relative &&
+  if (config_.encoder_decoder && config_.position == PositionEmbedding::Relative &&
       (placement_.chunks.size() != 1 || !placement_.first_stage || !placement_.last_stage)) {
     throw std::invalid_argument("LanguageModel: relative positions run as one chunk");
   }
@@ -31,7 +31,7 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
   if (placement_.first_stage) {
     embedding_ = std::make_unique<Embedding>(params_, config_, *word_embeddings_);
   }
-  if (config_.encoder_decoder && config_.position == recipe::PositionEmbedding::Relative) {
+  if (config_.encoder_decoder && config_.position == PositionEmbedding::Relative) {
     // Megatron-Core's T5Model: one table per stack, shared by all its layers.
     encoder_bias_ = std::make_unique<RelativePositionBias>(
         params_, config_, "encoder_relative_pos_emb.relative_attention_bias.weight", true);
@@ -83,9 +83,9 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
 
 Keep LanguageModel::keep_for(int64_t position) const {
   switch (config_.recompute) {
-    case recipe::Recompute::None: return Keep::Everything;
-    case recipe::Recompute::Selective: return Keep::AllButCore;
-    case recipe::Recompute::Full:
+    case Recompute::None: return Keep::Everything;
+    case Recompute::Selective: return Keep::AllButCore;
+    case Recompute::Full:
       return position < config_.recompute_layers ? Keep::InputOnly : Keep::Everything;
   }
   return Keep::Everything;

@@ -21,7 +21,7 @@ LmHead::LmHead(ParameterSet& params, const ModelConfig& c, Parameter& output)
     // A plain replicated layer on this rank's rows, as Megatron's BertLMHead.
     dense_ = std::make_unique<Linear>(params, "lm_head.dense", c.hidden, c.hidden, true,
                                       Init::Normal, TpSplit::None);
-    norm_ = std::make_unique<Norm>(params, "lm_head.layer_norm", c.hidden, recipe::Norm::LayerNorm,
+    norm_ = std::make_unique<Norm>(params, "lm_head.layer_norm", c.hidden, NormKind::LayerNorm,
                                    c.norm_eps);
   }
   if (c.output_bias) {

@@ -2,70 +2,10 @@
 
 namespace megatron::model {
 
-tensor::DType model_dtype(recipe::DType dtype) {
-  switch (dtype) {
-    case recipe::DType::F32: return tensor::DType::F32;
-    case recipe::DType::Bf16: return tensor::DType::Bf16;
-    case recipe::DType::F16: return tensor::DType::F16;
-  }
-  return tensor::DType::F32;
-}
-
 int64_t ModelConfig::rotary_dim() const {
   // Megatron rounds the rotary share of the head down to an even number of channels.
   const auto dim = static_cast<int64_t>(double(head_dim) * rotary_percent);
   return dim - dim % 2;
-}
-
-ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived) {
-  const recipe::ModelSection& m = recipe.model;
-  const bool bert = m.arch == recipe::Arch::Bert;
-  const bool t5 = m.arch == recipe::Arch::T5;
-  const int64_t classes = derived.classes;
-  return {
-      .arch = m.arch,
-      .num_layers = m.num_layers,
-      .decoder_layers = t5 ? derived.decoder_num_layers : 0,
-      .decoder_seq_length = t5 ? derived.decoder_seq_length : 0,
-      .hidden = m.hidden_size,
-      .heads = m.num_attention_heads,
-      .groups = derived.num_query_groups,
-      .head_dim = derived.head_dim,
-      .ffn = derived.ffn_hidden_size,
-      .vocab = m.vocab_size,
-      .padded_vocab = derived.padded_vocab_size,
-      .seq_length = recipe.data.seq_length,
-      .max_positions = derived.max_position_embeddings,
-      .position = m.position_embedding,
-      .rotary_base = m.rotary_base,
-      .rotary_percent = m.rotary_percent,
-      .relative_buckets = m.relative_attention_num_buckets.value_or(32),
-      .relative_max_distance = m.relative_attention_max_distance.value_or(128),
-      .norm = m.normalization,
-      .norm_eps = m.norm_epsilon,
-      .activation = m.activation,
-      .tie_embeddings = m.tie_embeddings,
-      .linear_bias = m.add_bias_linear,
-      .qkv_bias = derived.add_qkv_bias,
-      .hidden_dropout = m.hidden_dropout,
-      .attention_dropout = m.attention_dropout,
-      .init_std = m.init_method_std,
-      .dtype = model_dtype(recipe.precision.dtype),
-      .recompute = recipe.training.recompute,
-      .recompute_layers = recipe.training.recompute == recipe::Recompute::Full
-                              ? derived.recompute_num_layers
-                              : 0,
-      .causal = !bert && !t5,
-      .encoder_decoder = t5,
-      // Megatron's BertModel has token types (sentence A/B) only with the binary head.
-      .token_types = bert && (m.bert_binary_head || classes > 0) ? 2 : 0,
-      .lm_head_transform = bert,
-      // Megatron's T5LMHead has a vocab-parallel bias when it shares the embedding.
-      .output_bias = bert || (t5 && m.tie_embeddings),
-      .binary_head = bert && m.bert_binary_head && classes == 0,
-      .classes = classes,
-      .pooler = bert,
-  };
 }
 
 }  // namespace megatron::model

@@ -1,17 +1,17 @@
 // The shape and behaviour of a model of any family (GPT, Llama-style, BERT), taken from a
-// compiled recipe: what the layers and heads need and nothing about how training runs.
+// compiled recipe by plan::model_config: what the layers and heads need and nothing about how
+// training runs.
 #pragma once
 
 #include <cstdint>
 
-#include "recipe/derived.hpp"
-#include "recipe/recipe.hpp"
+#include "model/kinds.hpp"
 #include "tensor/dtype.hpp"
 
 namespace megatron::model {
 
 struct ModelConfig {
-  recipe::Arch arch = recipe::Arch::Gpt;
+  Arch arch = Arch::Gpt;
   int64_t num_layers = 0;      // T5: the encoder's
   int64_t decoder_layers = 0;  // T5: the decoder's, numbered num_layers.. after the encoder's
   int64_t decoder_seq_length = 0;  // T5
@@ -24,14 +24,14 @@ struct ModelConfig {
   int64_t padded_vocab = 0;  // rows of the embedding and output layer
   int64_t seq_length = 0;
   int64_t max_positions = 0;
-  recipe::PositionEmbedding position = recipe::PositionEmbedding::Learned;
+  PositionEmbedding position = PositionEmbedding::Learned;
   double rotary_base = 10000.0;
   double rotary_percent = 1.0;
   int64_t relative_buckets = 32;        // T5 relative positions
   int64_t relative_max_distance = 128;
-  recipe::Norm norm = recipe::Norm::LayerNorm;
+  NormKind norm = NormKind::LayerNorm;
   double norm_eps = 1e-5;
-  recipe::Activation activation = recipe::Activation::Gelu;
+  Activation activation = Activation::Gelu;
   bool tie_embeddings = true;
   bool linear_bias = true;
   bool qkv_bias = true;
@@ -39,7 +39,7 @@ struct ModelConfig {
   double attention_dropout = 0.0;
   double init_std = 0.02;
   tensor::DType dtype = tensor::DType::F32;
-  recipe::Recompute recompute = recipe::Recompute::None;
+  Recompute recompute = Recompute::None;
   int64_t recompute_layers = 0;  // full recompute: the first N blocks
   // What the family changes; set from `arch` by model_config, spelled out so that the layers
   // read what they do rather than which family they are in.
@@ -62,7 +62,5 @@ struct ModelConfig {
   bool is_decoder_layer(int64_t layer) const { return encoder_decoder && layer >= num_layers; }
 };
 
-ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Derived& derived);
-tensor::DType model_dtype(recipe::DType dtype);
 
 }  // namespace megatron::model

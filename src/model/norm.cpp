@@ -4,11 +4,11 @@ namespace megatron::model {
 
 using tensor::DType;
 
-Norm::Norm(ParameterSet& params, const std::string& name, int64_t hidden, recipe::Norm kind,
+Norm::Norm(ParameterSet& params, const std::string& name, int64_t hidden, NormKind kind,
            double eps)
     : kind_(kind), eps_(float(eps)) {
   weight_ = &params.add(name + ".weight", {hidden}, Init::Ones, TpSplit::None, false);
-  if (kind == recipe::Norm::LayerNorm) {
+  if (kind == NormKind::LayerNorm) {
     bias_ = &params.add(name + ".bias", {hidden}, Init::Zeros, TpSplit::None, false);
   }
 }
@@ -18,7 +18,7 @@ tensor::Tensor Norm::forward(tensor::Backend& backend, const tensor::Tensor& x,
   const int64_t rows = x.dim(0);
   tensor::Tensor y = backend.empty(x.shape(), x.dtype());
   saved.rstd = backend.empty({rows}, DType::F32);
-  if (kind_ == recipe::Norm::LayerNorm) {
+  if (kind_ == NormKind::LayerNorm) {
     saved.mean = backend.empty({rows}, DType::F32);
     backend.layer_norm_forward(x, weight_->value, bias_->value, eps_, y, saved.mean, saved.rstd);
   } else {
@@ -30,7 +30,7 @@ tensor::Tensor Norm::forward(tensor::Backend& backend, const tensor::Tensor& x,
 tensor::Tensor Norm::backward(tensor::Backend& backend, const tensor::Tensor& dy,
                               const tensor::Tensor& x, const Saved& saved) const {
   tensor::Tensor dx = backend.empty(x.shape(), dy.dtype());
-  if (kind_ == recipe::Norm::LayerNorm) {
+  if (kind_ == NormKind::LayerNorm) {
     backend.layer_norm_backward(dy, x, weight_->value, saved.mean, saved.rstd, dx, weight_->grad,
                                 bias_->grad);
   } else {

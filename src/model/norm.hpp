@@ -4,7 +4,7 @@
 #include <string>
 
 #include "model/parameter.hpp"
-#include "recipe/recipe.hpp"
+#include "model/kinds.hpp"
 
 namespace megatron::model {
 
@@ -15,7 +15,7 @@ class Norm {
     tensor::Tensor rstd;
   };
 
-  Norm(ParameterSet& params, const std::string& name, int64_t hidden, recipe::Norm kind,
+  Norm(ParameterSet& params, const std::string& name, int64_t hidden, NormKind kind,
        double eps);
   tensor::Tensor forward(tensor::Backend& backend, const tensor::Tensor& x, Saved& saved) const;
   // Accumulates the weight (and bias) gradients; returns dx.
@@ -23,7 +23,7 @@ class Norm {
                           const tensor::Tensor& x, const Saved& saved) const;
 
  private:
-  recipe::Norm kind_;
+  NormKind kind_;
   float eps_;
   Parameter* weight_;
   Parameter* bias_ = nullptr;

@@ -7,7 +7,6 @@
 
 namespace megatron::model {
 
-using recipe::Activation;
 using tensor::Tensor;
 
 namespace {
@@ -251,7 +250,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   Norm::Saved norm1;
   Tensor ln1 = parallel::gather_sequence(b, tp_, norm1_.forward(b, x, norm1));
   Tensor qkv = qkv_.forward(b, ln1);
-  if (config_.position == recipe::PositionEmbedding::Rotary) {
+  if (config_.position == PositionEmbedding::Rotary) {
     b.rotary(qkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base}, false);
   }
   Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
@@ -314,7 +313,7 @@ Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int
   const int64_t rows = batch * seq;
   Norm::Saved norm1;
   Tensor qkv = qkv_.forward(b, norm1_.forward(b, x, norm1));
-  if (config_.position == recipe::PositionEmbedding::Rotary) {
+  if (config_.position == PositionEmbedding::Rotary) {
     b.rotary(qkv, shape,
              {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base, .position_offset = start},
              false);
@@ -406,7 +405,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     saved.attn = {};
     saved.lse = {};
     saved.qkv = {};
-    if (config_.position == recipe::PositionEmbedding::Rotary) {
+    if (config_.position == PositionEmbedding::Rotary) {
       b.rotary(dqkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base},
                true);
     }

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "recipe/recipe.hpp"
+#include "optim/kinds.hpp"
 
 namespace megatron::optim {
 
@@ -13,9 +13,9 @@ struct LrSchedule {
   double min_lr = 0.0;
   int64_t warmup_iters = 0;
   int64_t decay_iters = 0;      // the decay ends here (counted from iteration 0, warmup included)
-  recipe::LrDecay style = recipe::LrDecay::Cosine;
+  LrDecay style = LrDecay::Cosine;
   int64_t wsd_decay_iters = 0;  // WSD: length of the final decay phase
-  recipe::WsdDecay wsd_style = recipe::WsdDecay::Linear;
+  WsdDecay wsd_style = WsdDecay::Linear;
 };
 
 // The learning rate of the update at `iteration` (1-based: the first step of warmup already

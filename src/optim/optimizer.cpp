@@ -19,7 +19,7 @@ Optimizer::Optimizer(tensor::Backend& backend, std::vector<OptimizedTensor> tens
       backend_.copy(*t.value, slot.master);
     }
     slot.moment1 = backend_.zeros(t.value->shape(), DType::F32);
-    if (config_.kind == recipe::Optimizer::AdamW) {
+    if (config_.kind == OptimizerKind::AdamW) {
       slot.moment2 = backend_.zeros(t.value->shape(), DType::F32);
     }
     slots_.push_back(std::move(slot));
@@ -35,7 +35,7 @@ double Optimizer::grad_norm(double unscale) {
 
 void Optimizer::step(double lr, double grad_scale) {
   ++steps_;
-  if (config_.kind == recipe::Optimizer::AdamW) {
+  if (config_.kind == OptimizerKind::AdamW) {
     // Every parameter in one call: the CUDA backend updates many tensors per launch.
     std::vector<tensor::AdamWParam> params;
     params.reserve(slots_.size());

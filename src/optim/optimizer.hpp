@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "recipe/recipe.hpp"
+#include "optim/kinds.hpp"
 #include "tensor/backend.hpp"
 
 namespace megatron::optim {
@@ -21,7 +21,7 @@ struct OptimizedTensor {
 };
 
 struct OptimizerConfig {
-  recipe::Optimizer kind = recipe::Optimizer::AdamW;
+  OptimizerKind kind = OptimizerKind::AdamW;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;

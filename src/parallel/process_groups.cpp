@@ -21,18 +21,18 @@ Coord ProcessGroups::coord_of(int rank) const {
   if (rank < 0 || rank >= layout.world) {
     throw std::out_of_range("world rank " + std::to_string(rank) + " is outside the grid");
   }
-  const plan::Layout::Coord c = layout.coord(rank);
+  const Layout::Coord c = layout.coord(rank);
   return {.tp = int(c.tp), .cp = int(c.cp), .dp = int(c.dp), .pp = int(c.pp)};
 }
 
 ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world, int tp, int cp, int dp,
                                   int pp) {
-  return make_process_groups(std::move(world), plan::Layout{.tp = tp, .cp = cp, .dp = dp, .pp = pp,
+  return make_process_groups(std::move(world), Layout{.tp = tp, .cp = cp, .dp = dp, .pp = pp,
                                                             .world = int64_t{tp} * cp * dp * pp});
 }
 
 ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world,
-                                  const plan::Layout& grid) {
+                                  const Layout& grid) {
   const int tp = int(grid.tp), cp = int(grid.cp), dp = int(grid.dp), pp = int(grid.pp);
   const std::string layout = "tp " + std::to_string(tp) + " x cp " + std::to_string(cp) + " x dp " +
                              std::to_string(dp) + " x pp " + std::to_string(pp);

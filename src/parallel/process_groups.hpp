@@ -5,11 +5,11 @@
 #include <memory>
 
 #include "dist/communicator.hpp"
-#include "plan/plan.hpp"
+#include "parallel/layout.hpp"
 
 namespace megatron::parallel {
 
-// A rank's place in the grid, in the Plan's rank order (plan::Layout: tensor-parallel peers are
+// A rank's place in the grid, in the Plan's rank order (Layout: tensor-parallel peers are
 // neighbours, pipeline stages farthest apart).
 struct Coord {
   int tp = 0, cp = 0, dp = 0, pp = 0;
@@ -18,7 +18,7 @@ struct Coord {
 
 struct ProcessGroups {
   int tp_size = 1, cp_size = 1, dp_size = 1, pp_size = 1;
-  plan::Layout layout;  // the one rank <-> coordinate formula
+  Layout layout;  // the one rank <-> coordinate formula
   Coord coord;
   int world_rank = 0;
 
@@ -41,7 +41,7 @@ struct ProcessGroups {
 // `world` calls it with the same sizes. Throws UserError when the sizes are not positive or
 // their product is not world->size(). A world of one (SelfCommunicator) gives groups of one.
 ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world,
-                                  const plan::Layout& layout);
+                                  const Layout& layout);
 ProcessGroups make_process_groups(std::unique_ptr<dist::Communicator> world, int tp, int cp, int dp,
                                   int pp);
 

@@ -7,19 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "parallel/layout.hpp"
 #include "plan/hardware.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::plan {
 
-struct Layout {
-  int64_t tp = 1, cp = 1, dp = 1, pp = 1, vpp = 1;
-  int64_t world = 1;
-  // Megatron order: rank = tp + TP * (cp + CP * (dp + DP * pp)).
-  struct Coord { int64_t tp, cp, dp, pp; };
-  Coord coord(int64_t rank) const;
-  int64_t rank(const Coord& c) const;
-};
+using Layout = parallel::Layout;
 
 struct MemoryBreakdown {  // bytes on one rank
   double weights = 0;

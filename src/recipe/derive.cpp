@@ -420,11 +420,21 @@ class Deriver {
         note("lr wsd decay iterations", d_.lr_wsd_decay_iters,
              fmt::format("decay iterations {} / 10, rounded down", d_.lr_decay_iters));
     }
-    if (d_.lr_decay_iters > 0 && d_.lr_warmup_iters > d_.lr_decay_iters)
-      fail_at(where_.at(t.lr_warmup_fraction ? "training.lr_warmup_fraction"
-                                             : "training.lr_warmup_iters"),
-              fmt::format("the warmup ({} iterations) is longer than the decay ({} iterations)",
-                          d_.lr_warmup_iters, d_.lr_decay_iters));
+    if (d_.lr_decay_iters > 0 && d_.lr_warmup_iters > d_.lr_decay_iters) {
+      // Name the keys that set both lengths, so the line says what to change.
+      const std::string warmup = t.lr_warmup_fraction ? "training.lr_warmup_fraction"
+                                                      : "training.lr_warmup_iters";
+      const std::string decay = t.lr_decay_iters
+                                    ? "training.lr_decay_iters"
+                                    : "training.lr_decay_iters (unset, so training.train_iters)";
+      fail_at(where_.at(warmup),
+              fmt::format("the warmup ({} iterations, {}) is longer than the decay ({} iterations, "
+                          "{}); lower {} to at most {} iterations or raise the decay",
+                          d_.lr_warmup_iters, warmup, d_.lr_decay_iters, decay,
+                          t.lr_warmup_fraction ? "training.lr_warmup_fraction so the warmup is"
+                                               : "training.lr_warmup_iters",
+                          d_.lr_decay_iters));
+    }
   }
 
   const Recipe& r_;

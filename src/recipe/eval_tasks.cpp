@@ -177,9 +177,10 @@ std::string render_tasks(const std::vector<EvalTask>& tasks) {
     add("answer_field", t.answer_field);
     add("metrics", t.metrics);
     add("max_tokens", t.max_tokens);
-    items.push_back("{" + fmt::format("{}", fmt::join(kv, ", ")) + "}");
+    // One format string: `"{" + string` trips GCC 12's false -Wrestrict warning.
+    items.push_back(fmt::format("{{{}}}", fmt::join(kv, ", ")));
   }
-  return "[" + fmt::format("{}", fmt::join(items, ", ")) + "]";
+  return fmt::format("[{}]", fmt::join(items, ", "));
 }
 
 }  // namespace

@@ -44,7 +44,11 @@ void read_launcher(const std::vector<std::string>& launcher, MegatronCommandLine
 
 std::string flag_text(const GivenFlag& flag) {
   std::string text = flag.name;
-  for (const auto& value : flag.values) text += " " + printable(value);
+  // Appended piecewise: `" " + printable(value)` trips GCC 12's false -Wrestrict warning.
+  for (const auto& value : flag.values) {
+    text += ' ';
+    text += printable(value);
+  }
   return text;
 }
 

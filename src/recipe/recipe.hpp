@@ -7,22 +7,28 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer_kind.hpp"
+#include "model/kinds.hpp"
+#include "optim/kinds.hpp"
+
 namespace megatron::recipe {
 
-enum class Arch { Gpt, Bert, T5 };
-enum class PositionEmbedding { Learned, Rotary, Relative };
-enum class Norm { LayerNorm, RmsNorm };
-enum class Activation { Gelu, GeluTanh, Swiglu, Geglu };  // Geglu: tanh-GeLU gate (T5 v1.1)
+// The layers', the optimizer's and the tokenizer's choices belong to the folders that act on
+// them; the recipe names them under the names it has always used.
+using Arch = model::Arch;
+using PositionEmbedding = model::PositionEmbedding;
+using Norm = model::NormKind;
+using Activation = model::Activation;
+using Recompute = model::Recompute;
+using Optimizer = optim::OptimizerKind;
+using LrDecay = optim::LrDecay;
+using WsdDecay = optim::WsdDecay;
+using Tokenizer = data::TokenizerKind;
 enum class Schedule { OneFOneB, Interleaved, AllForwardAllBackward };
 enum class DType { F32, Bf16, F16 };
-enum class Optimizer { AdamW, Sgd };
-enum class LrDecay { Constant, Linear, Cosine, InverseSquareRoot, Wsd };
-enum class WsdDecay { Linear, Cosine, Exponential, MinusSqrt };
-enum class Recompute { None, Selective, Full };
 // Where a run computes; auto follows cluster.hardware (cpu for the cpu profile, else cuda).
 enum class DeviceKind { Auto, Cpu, Cuda };
 enum class LogLevel { Trace, Debug, Info, Warn, Error };
-enum class Tokenizer { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
 // How classification fine-tuning data is laid out: jsonl rows, or Megatron's GLUE TSV readers.
 // Jsonl, Mnli, Qqp: labelled text for a classifier. Sft (prompt/response pairs) and Chat
 // (message lists): a GPT language model trained on the responses. Seq2Seq: T5 source/target.

@@ -1,4 +1,5 @@
 #include "train/checkpointer.hpp"
+#include "plan/model_config.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -95,7 +96,7 @@ Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
       backend_(backend),
       recipe_text_(std::move(recipe_text)),
       overrides_(std::move(overrides)),
-      config_(model::model_config(compiled.recipe, compiled.derived)) {
+      config_(plan::model_config(compiled.recipe, compiled.derived)) {
   if (!compiled.recipe.checkpoint.save) return;
   save_dir_ = fs::path(*compiled.recipe.checkpoint.save);
   // Refuse a save directory that cannot be written now, not after hours of training.

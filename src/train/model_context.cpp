@@ -1,4 +1,5 @@
 #include "train/model_context.hpp"
+#include "plan/model_config.hpp"
 
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
@@ -54,7 +55,7 @@ ModelContext::ModelContext(const recipe::CompiledRecipe& c, int threads)
       mpi(start_job(c)),
       backend(make_run_backend(c.recipe, threads, dist::launch_info().local_rank)),
       groups(make_groups(c, plan, mpi.get(), *backend)),
-      config(model::model_config(c.recipe, c.derived)),
+      config(plan::model_config(c.recipe, c.derived)),
       model(make_model(*this)) {}
 
 }  // namespace megatron::train

@@ -2,6 +2,7 @@
 // element by element against index arithmetic written here (not hf_layout's), the import
 // giving every checkpoint tensor back bitwise, and a second export identical byte for byte.
 #include "ckpt/hugging_face.hpp"
+#include "plan/model_config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -307,7 +308,7 @@ TEST(HuggingFaceImport, MetaDescribesTheModelAndItsRecipeCompilesToTheSameModel)
     const fs::path recipe_file = dir.write("imported.yaml", meta.recipe);
     const recipe::CompiledRecipe compiled =
         recipe::compile(recipe_file, {.world_from_layout = true});
-    const model::ModelConfig built = model::model_config(compiled.recipe, compiled.derived);
+    const model::ModelConfig built = plan::model_config(compiled.recipe, compiled.derived);
     EXPECT_EQ(model_fields(built), meta.model) << meta.recipe;
     EXPECT_EQ(built.padded_vocab, c.padded_vocab);
     EXPECT_EQ(built.norm_eps, c.norm_eps);

@@ -14,7 +14,7 @@ namespace {
 
 const Tokenizer& bert() {
   static const std::unique_ptr<Tokenizer> t = make_tokenizer(
-      recipe::Tokenizer::BertWordPieceLowerCase,
+      data::TokenizerKind::BertWordPieceLowerCase,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/bert-base-uncased/vocab.txt"});
   return *t;
 }

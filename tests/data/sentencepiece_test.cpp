@@ -64,10 +64,10 @@ TEST_F(SentencePiece, NamesItsSpecialTokens) {
 TEST_F(SentencePiece, TheFactoryBuildsItFromTheRecipeName) {
   TokenizerFiles files;
   files.tokenizer_model = model_;
-  EXPECT_EQ(make_tokenizer(recipe::Tokenizer::SentencePiece, files)->vocab_size(), 500);
+  EXPECT_EQ(make_tokenizer(data::TokenizerKind::SentencePiece, files)->vocab_size(), 500);
   files.tokenizer_model.clear();
   try {
-    make_tokenizer(recipe::Tokenizer::SentencePiece, files);
+    make_tokenizer(data::TokenizerKind::SentencePiece, files);
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("the sentencepiece tokenizer needs a tokenizer model"));

@@ -23,7 +23,7 @@ const WordTokenizer kWords;  // "w<N>" is token N; token 0 is the end of a docum
 
 const Tokenizer& gpt2() {
   static const std::unique_ptr<Tokenizer> t = make_tokenizer(
-      recipe::Tokenizer::Gpt2Bpe,
+      data::TokenizerKind::Gpt2Bpe,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
        .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
   return *t;

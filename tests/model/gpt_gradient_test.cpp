@@ -13,7 +13,7 @@
 namespace megatron::model {
 namespace {
 
-using recipe::Recompute;
+using model::Recompute;
 using test_support::tiny_batch;
 
 // The objective (mean masked token loss, plus the mean sentence-order loss with a binary head).
@@ -144,7 +144,7 @@ TEST(GptPackedDocuments, ADocumentScoresAsItWouldAtTheStartOfItsOwnSequence) {
 
 TEST(GptGradients, ExactGeluTanhAndUntiedOutputMatchFiniteDifferences) {
   ModelConfig c = test_support::tiny_gpt_config();
-  c.activation = recipe::Activation::GeluTanh;
+  c.activation = model::Activation::GeluTanh;
   c.tie_embeddings = false;
   c.groups = 1;
   expect_gradients_match_finite_differences(c, false);

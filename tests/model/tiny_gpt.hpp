@@ -35,9 +35,9 @@ inline model::ModelConfig tiny_llama_config() {
   c.groups = 2;
   c.head_dim = 4;
   c.hidden = 12;
-  c.position = recipe::PositionEmbedding::Rotary;
-  c.norm = recipe::Norm::RmsNorm;
-  c.activation = recipe::Activation::Swiglu;
+  c.position = model::PositionEmbedding::Rotary;
+  c.norm = model::NormKind::RmsNorm;
+  c.activation = model::Activation::Swiglu;
   c.tie_embeddings = false;
   c.linear_bias = false;
   c.qkv_bias = false;
@@ -47,7 +47,7 @@ inline model::ModelConfig tiny_llama_config() {
 // `c` made BERT-shaped: bidirectional attention over a padding mask, the LM head's transform and
 // bias, and with the binary head also token types, the pooler and the sentence-order head.
 inline model::ModelConfig as_bert(model::ModelConfig c, bool binary_head = true) {
-  c.arch = recipe::Arch::Bert;
+  c.arch = model::Arch::Bert;
   c.causal = false;
   c.lm_head_transform = true;
   c.output_bias = true;
@@ -61,7 +61,7 @@ inline model::ModelConfig tiny_bert_config() { return as_bert(tiny_gpt_config())
 // `c` made T5-shaped: c.num_layers encoder layers (bidirectional over a padding mask) and
 // `decoder_layers` decoder layers over `decoder_seq` positions, the tied head's bias.
 inline model::ModelConfig as_t5(model::ModelConfig c, int64_t decoder_layers, int64_t decoder_seq) {
-  c.arch = recipe::Arch::T5;
+  c.arch = model::Arch::T5;
   c.causal = false;
   c.encoder_decoder = true;
   c.decoder_layers = decoder_layers;

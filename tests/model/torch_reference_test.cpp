@@ -28,13 +28,13 @@ void write_raw(const std::filesystem::path& path, const std::vector<T>& values) 
   out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(T)));
 }
 
-std::string name_of(recipe::Norm n) { return n == recipe::Norm::LayerNorm ? "layernorm" : "rmsnorm"; }
-std::string name_of(recipe::Activation a) {
+std::string name_of(model::NormKind n) { return n == model::NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
+std::string name_of(model::Activation a) {
   switch (a) {
-    case recipe::Activation::Gelu: return "gelu";
-    case recipe::Activation::GeluTanh: return "gelu_tanh";
-    case recipe::Activation::Swiglu: return "swiglu";
-    case recipe::Activation::Geglu: return "geglu";
+    case model::Activation::Gelu: return "gelu";
+    case model::Activation::GeluTanh: return "gelu_tanh";
+    case model::Activation::Swiglu: return "swiglu";
+    case model::Activation::Geglu: return "geglu";
   }
   return "?";
 }
@@ -95,7 +95,7 @@ void dump(const ModelConfig& c, int64_t batch_size, const std::filesystem::path&
         {"groups", c.groups}, {"head_dim", c.head_dim}, {"ffn", c.ffn}, {"vocab", c.vocab},
         {"padded_vocab", c.padded_vocab}, {"seq_length", c.seq_length},
         {"max_positions", c.max_positions},
-        {"position", c.position == recipe::PositionEmbedding::Learned ? "learned" : "rotary"},
+        {"position", c.position == model::PositionEmbedding::Learned ? "learned" : "rotary"},
         {"rotary_base", c.rotary_base}, {"rotary_dim", c.rotary_dim()},
         {"norm", name_of(c.norm)}, {"norm_eps", c.norm_eps},
         {"activation", name_of(c.activation)}, {"tie_embeddings", c.tie_embeddings},
@@ -151,9 +151,9 @@ TEST(GptAgainstPyTorch, GptShapedModelLossAndEveryGradientAgree) {
 TEST(GptAgainstPyTorch, LlamaShapedModelLossAndEveryGradientAgree) {
   ModelConfig c = reference_gpt();
   c.groups = 2;
-  c.position = recipe::PositionEmbedding::Rotary;
-  c.norm = recipe::Norm::RmsNorm;
-  c.activation = recipe::Activation::Swiglu;
+  c.position = model::PositionEmbedding::Rotary;
+  c.norm = model::NormKind::RmsNorm;
+  c.activation = model::Activation::Swiglu;
   c.tie_embeddings = false;
   c.linear_bias = false;
   c.qkv_bias = false;
@@ -162,17 +162,17 @@ TEST(GptAgainstPyTorch, LlamaShapedModelLossAndEveryGradientAgree) {
 
 TEST(GptAgainstPyTorch, GegluMlpAgrees) {
   ModelConfig c = reference_gpt();
-  c.activation = recipe::Activation::Geglu;
+  c.activation = model::Activation::Geglu;
   expect_matches_torch(c);
 }
 
 TEST(GptAgainstPyTorch, GeluTanhWithQkvBiasOnlyAgrees) {
   ModelConfig c = reference_gpt();
-  c.activation = recipe::Activation::GeluTanh;
+  c.activation = model::Activation::GeluTanh;
   c.linear_bias = false;
   c.qkv_bias = true;
   c.rotary_percent = 0.5;
-  c.position = recipe::PositionEmbedding::Rotary;
+  c.position = model::PositionEmbedding::Rotary;
   expect_matches_torch(c);
 }
 
@@ -213,8 +213,8 @@ void expect_t5_matches_torch(const ModelConfig& c) {
        {{"num_layers", c.num_layers}, {"decoder_layers", c.decoder_layers}, {"hidden", c.hidden},
         {"heads", c.heads}, {"groups", c.groups}, {"head_dim", c.head_dim}, {"ffn", c.ffn},
         {"seq_length", c.seq_length}, {"decoder_seq_length", c.decoder_seq_length},
-        {"position", c.position == recipe::PositionEmbedding::Learned  ? "learned"
-                     : c.position == recipe::PositionEmbedding::Rotary ? "rotary"
+        {"position", c.position == model::PositionEmbedding::Learned  ? "learned"
+                     : c.position == model::PositionEmbedding::Rotary ? "rotary"
                                                                        : "relative"},
         {"relative_buckets", c.relative_buckets}, {"relative_max_distance", c.relative_max_distance},
         {"rotary_base", c.rotary_base}, {"rotary_dim", c.rotary_dim()}, {"norm", name_of(c.norm)},
@@ -251,9 +251,9 @@ TEST(T5AgainstPyTorch, LearnedPositionsLossAndEveryGradientAgree) {
 TEST(T5AgainstPyTorch, RotaryRmsNormSwigluGroupedUntiedWithoutBiasesAgree) {
   ModelConfig c = reference_t5();
   c.groups = 2;
-  c.position = recipe::PositionEmbedding::Rotary;
-  c.norm = recipe::Norm::RmsNorm;
-  c.activation = recipe::Activation::Swiglu;
+  c.position = model::PositionEmbedding::Rotary;
+  c.norm = model::NormKind::RmsNorm;
+  c.activation = model::Activation::Swiglu;
   c.tie_embeddings = false;
   c.output_bias = false;
   c.linear_bias = false;
@@ -263,7 +263,7 @@ TEST(T5AgainstPyTorch, RotaryRmsNormSwigluGroupedUntiedWithoutBiasesAgree) {
 
 TEST(T5AgainstPyTorch, RelativePositionsLossAndEveryGradientAgree) {
   ModelConfig c = reference_t5();
-  c.position = recipe::PositionEmbedding::Relative;
+  c.position = model::PositionEmbedding::Relative;
   // 8 buckets over distance 12: exact, logarithmic and clipped buckets within 24 and 9 tokens.
   c.relative_buckets = 8;
   c.relative_max_distance = 12;
@@ -272,9 +272,9 @@ TEST(T5AgainstPyTorch, RelativePositionsLossAndEveryGradientAgree) {
 
 TEST(T5AgainstPyTorch, T5v11ShapeRelativeRmsNormGegluUntiedWithoutBiasesAgrees) {
   ModelConfig c = reference_t5();
-  c.position = recipe::PositionEmbedding::Relative;
-  c.norm = recipe::Norm::RmsNorm;
-  c.activation = recipe::Activation::Geglu;
+  c.position = model::PositionEmbedding::Relative;
+  c.norm = model::NormKind::RmsNorm;
+  c.activation = model::Activation::Geglu;
   c.tie_embeddings = false;
   c.output_bias = false;
   c.linear_bias = false;

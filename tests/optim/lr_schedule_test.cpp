@@ -8,8 +8,8 @@
 namespace megatron::optim {
 namespace {
 
-using recipe::LrDecay;
-using recipe::WsdDecay;
+using optim::LrDecay;
+using optim::WsdDecay;
 
 LrSchedule schedule(LrDecay style) {
   return {.max_lr = 1.0, .min_lr = 0.1, .warmup_iters = 10, .decay_iters = 110, .style = style};

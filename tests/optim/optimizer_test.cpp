@@ -36,7 +36,7 @@ TEST(Optimizer, SixteenBitWeightsFollowTheirF32Masters) {
   // bf16 weight itself would round away every time. The f32 master keeps each step.
   tensor::Tensor w = tensor::from_floats(b, std::vector<float>{1.0f}, {1}, DType::Bf16);
   tensor::Tensor g = tensor::from_floats(b, std::vector<float>{-1.0f}, {1});
-  Optimizer opt(b, {{"w", &w, &g, false}}, {.kind = recipe::Optimizer::Sgd, .momentum = 0.0});
+  Optimizer opt(b, {{"w", &w, &g, false}}, {.kind = optim::OptimizerKind::Sgd, .momentum = 0.0});
   opt.step(1.0 / 512, 1.0);
   EXPECT_EQ(tensor::to_floats(b, w)[0], 1.0f);
   for (int i = 0; i < 3; ++i) opt.step(1.0 / 512, 1.0);
@@ -49,7 +49,7 @@ TEST(Optimizer, WeightDecayAppliesOnlyWhereAsked) {
   tensor::Tensor kept = tensor::from_floats(b, std::vector<float>{1.0f}, {1});
   tensor::Tensor g1 = b.zeros({1}, DType::F32), g2 = b.zeros({1}, DType::F32);
   Optimizer opt(b, {{"w", &decayed, &g1, true}, {"b", &kept, &g2, false}},
-                {.kind = recipe::Optimizer::Sgd, .weight_decay = 0.5, .momentum = 0.0});
+                {.kind = optim::OptimizerKind::Sgd, .weight_decay = 0.5, .momentum = 0.0});
   opt.step(0.1, 1.0);
   EXPECT_FLOAT_EQ(tensor::to_floats(b, decayed)[0], 0.95f);
   EXPECT_FLOAT_EQ(tensor::to_floats(b, kept)[0], 1.0f);

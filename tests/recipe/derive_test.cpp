@@ -111,6 +111,18 @@ TEST_F(RecipeTest, WarmupFractionIsTakenOfTheDecayIterations) {
   EXPECT_EQ(c.derived.lr_warmup_iters, 10);
 }
 
+TEST_F(RecipeTest, AWarmupLongerThanTheDecayNamesTheKeysThatFixIt) {
+  // No lr_decay_iters: the decay is train_iters long, and the line says so.
+  EXPECT_THAT(error_of(kMinimalRecipe, {"training.train_iters=10", "training.lr_warmup_iters=375"}),
+              HasSubstr("the warmup (375 iterations, training.lr_warmup_iters) is longer than the "
+                        "decay (10 iterations, training.lr_decay_iters (unset, so "
+                        "training.train_iters)); lower training.lr_warmup_iters to at most 10 "
+                        "iterations or raise the decay"));
+  EXPECT_THAT(error_of(kMinimalRecipe, {"training.train_iters=100", "training.lr_decay_iters=10",
+                                        "training.lr_warmup_iters=20"}),
+              HasSubstr("decay (10 iterations, training.lr_decay_iters);"));
+}
+
 TEST_F(RecipeTest, FullRecomputeCoversEveryLayerOfAStageByDefault) {
   const auto c = compile_text(kMinimalRecipe, {"training.recompute=full"});
   EXPECT_EQ(c.derived.recompute_num_layers, 4);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/language_model.hpp"
+#include "plan/model_config.hpp"
 #include "plan/build.hpp"
 #include "plan/hardware.hpp"
 #include "tensor/cpu_backend.hpp"
@@ -18,7 +19,7 @@ recipe::CompiledRecipe compiled(const std::string& file, std::vector<std::string
 // The whole model's parameters, every stage and tensor-parallel shard built on one backend.
 int64_t engine_parameters(const recipe::CompiledRecipe& c, const plan::Plan& plan) {
   tensor::CpuBackend b(1);
-  const model::ModelConfig config = model::model_config(c.recipe, c.derived);
+  const model::ModelConfig config = plan::model_config(c.recipe, c.derived);
   int64_t total = 0;
   const int64_t tp = c.recipe.parallel.tensor, pp = int64_t(plan.stages.size());
   for (int64_t stage = 0; stage < pp; ++stage) {
