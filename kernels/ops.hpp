@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <span>
 
-#include "tensor/backend.hpp"
+#include "tensor/op_params.hpp"
+#include "tensor/tensor.hpp"
 
 namespace megatron::kernels {
 

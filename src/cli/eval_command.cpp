@@ -30,6 +30,7 @@
 #include "eval/tuned_prompt.hpp"
 #include "data/wordpiece_extras.hpp"
 #include "eval/task_run.hpp"
+#include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
 #include "train/model_context.hpp"
 #include "train/model_weights.hpp"
@@ -174,12 +175,7 @@ void run_eval(const EvalArgs& a) {
   const recipe::CompiledRecipe compiled = compile_for_checkpoint(
       reader.meta(), *dir,
       {.world = world, .batch = std::max<int64_t>(a.batch_size, 1), .device = a.device, .overrides = a.overrides});
-  const recipe::ParallelSection& layout = compiled.recipe.parallel;
-  if (layout.context != 1 || layout.sequence_parallel) {
-    throw UserError("eval runs tensor-, pipeline- and data-parallel layouts: set parallel.context=1 "
-                    "and parallel.sequence_parallel=false (any layout's checkpoint loads into any "
-                    "of them)");
-  }
+  plan::check_engine_support(compiled, plan::Job::Eval);
   const auto tokenizer = checkpoint_tokenizer(a.tokenizer, compiled.recipe);
   // A token id past the model's vocabulary would index past its embedding.
   if (tokenizer->vocab_size() > compiled.recipe.model.vocab_size) {
@@ -187,14 +183,6 @@ void run_eval(const EvalArgs& a) {
                                 "tokenizer the checkpoint was trained with",
                                 dir->string(), tokenizer->vocab_size(),
                                 compiled.recipe.model.vocab_size));
-  }
-  // Every tensor-parallel rank must hold some of the scored vocabulary (its softmax shard).
-  const int64_t scored_vocab = std::min(compiled.recipe.model.vocab_size, compiled.derived.padded_vocab_size);
-  const int64_t tp = compiled.recipe.parallel.tensor;
-  if (tp > 1 && scored_vocab <= compiled.derived.padded_vocab_size / tp * (tp - 1)) {
-    throw UserError(fmt::format("parallel.tensor={}: the last tensor-parallel rank would hold none of "
-                                "the {} scored vocabulary columns; use fewer tensor-parallel ranks",
-                                tp, scored_vocab));
   }
   const generate::Sampling sampling = sampling_of(a);
   // Read every task file before the model is built: bad input costs nothing.

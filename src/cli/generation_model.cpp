@@ -10,6 +10,7 @@
 #include "cli/local_job.hpp"
 #include "core/error.hpp"
 #include "dist/launcher.hpp"
+#include "plan/engine_support.hpp"
 #include "train/model_weights.hpp"
 
 namespace megatron::cli {
@@ -46,11 +47,7 @@ GenerationModel::GenerationModel(const ModelArgs& a, const std::function<void()>
                                 dir_, compiled_->derived.classes > 0 ? "a fine-tuned classifier"
                                                                      : recipe::name_of(r.model.arch)));
   }
-  if (r.parallel.pipeline != 1 || r.parallel.context != 1 || r.parallel.sequence_parallel ||
-      r.parallel.tensor != world_) {
-    throw UserError("generation splits the model over every rank by tensor parallelism: leave "
-                    "parallel.tensor, pipeline, context and sequence_parallel as they are");
-  }
+  plan::check_engine_support(*compiled_, plan::Job::Generate);
   tokenizer_ = checkpoint_tokenizer(a.tokenizer, r);
   if (tokenizer_->vocab_size() > r.model.vocab_size) {
     throw UserError(fmt::format("{}: the tokenizer has {} tokens but the model {}: give the "

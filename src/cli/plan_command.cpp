@@ -19,6 +19,7 @@
 #include "plan/report.hpp"
 
 #include <nlohmann/json.hpp>
+#include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/schema.hpp"
 #include "tensor/make_backend.hpp"
@@ -138,6 +139,7 @@ void run_plan(PlanArgs args) {
     throw UserError(it == compiled.provenance.end() ? e.what()
                                                     : it->second.describe() + ": " + e.what());
   }
+  plan::check_engine_support(compiled);
   const plan::Plan plan = plan::make_plan(compiled, *hardware);
   if (args.rank && args.json) {
     nlohmann::json out = plan::to_json(plan, compiled);

@@ -16,6 +16,7 @@
 #include "core/logging.hpp"
 #include "core/parallelism.hpp"
 #include "dist/launcher.hpp"
+#include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/smoke.hpp"
 #include "train/trainer.hpp"
@@ -93,6 +94,8 @@ void run(RunArgs args) {
   }
   if (world == 1) require_one_rank(args.file, options);
   const recipe::CompiledRecipe compiled = recipe::compile(args.file, options);
+  // What the engine cannot run is refused here, once, before any rank starts (as `plan` does).
+  plan::check_engine_support(compiled);
   if (launch.rank == 0 && !args.force) {
     const std::string dir = !args.run_dir.empty() ? args.run_dir : compiled.recipe.logging.run_dir.value_or("");
     // The default is a new directory named for the time.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/build_info.hpp"
+#include "plan/engine_support.hpp"
 #include "train/device_setup.hpp"
 
 namespace megatron::cli {
@@ -26,7 +27,7 @@ std::string shell_quote(const std::string& word) {
 
 std::string sbatch_script(const recipe::CompiledRecipe& compiled, const SbatchRequest& request) {
   const recipe::ClusterSection& c = compiled.recipe.cluster;
-  const bool gpus = train::run_device(compiled.recipe) == tensor::Device::Cuda;
+  const bool gpus = plan::run_device(compiled.recipe) == tensor::Device::Cuda;
   const std::string run_dir = request.run_dir.string();
   std::ostringstream s;
   const auto line = [&](const std::string& option) { s << "#SBATCH " << option << "\n"; };

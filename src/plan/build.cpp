@@ -6,6 +6,7 @@
 #include "plan/estimate.hpp"
 #include "plan/flops.hpp"
 #include "plan/memory.hpp"
+#include "plan/model_config.hpp"
 #include "plan/parameters.hpp"
 #include "plan/schedule.hpp"
 #include "plan/shape.hpp"
@@ -18,6 +19,8 @@ Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& h
   const Chunks chunks = model_chunks(x, compiled.derived.layers_per_chunk);
   Plan plan;
   plan.layout = {.tp = x.t, .cp = x.c, .dp = x.D, .pp = x.p, .vpp = x.v, .world = x.world};
+  plan.sequence_parallel = x.sp;
+  plan.model = model_config(compiled.recipe, compiled.derived);
   plan.stages = assign_stages(x, chunks);
   plan.parameters = count_parameters(x, plan.stages);
   fill_memory(x, plan.stages);

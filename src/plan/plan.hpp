@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model_config.hpp"
 #include "parallel/layout.hpp"
 #include "plan/hardware.hpp"
 #include "recipe/compile.hpp"
@@ -100,6 +101,10 @@ struct Generation {
 
 struct Plan {
   Layout layout;
+  // Sequence parallelism as it runs: asked for and more than one tensor-parallel rank.
+  bool sequence_parallel = false;
+  // The model every rank builds (plan::model_config): the jobs read it here.
+  model::ModelConfig model;
   std::vector<Stage> stages;
   Parameters parameters;
   MemoryBreakdown peak_rank;    // the stage whose total is largest

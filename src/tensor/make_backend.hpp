@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "tensor/attention_head_dims.hpp"
 #include "tensor/backend.hpp"
 
 namespace megatron::tensor {
@@ -26,9 +27,6 @@ int cuda_device_count();
 // opens its context on the rank's own GPU instead of on GPU 0.
 void select_cuda_device(int index);
 
-// The head dims the CUDA flash-attention kernels are built for (kernels/attention.cu). The CUDA
-// backend runs a smaller one zero-padded to the next; a wider one is refused before a run starts.
-inline constexpr std::array<int64_t, 5> kCudaAttentionHeadDims{32, 64, 80, 96, 128};
 
 // Throws UserError saying what to do when `device` is cuda and this build or machine has none.
 std::unique_ptr<Backend> make_backend(Device device, const BackendOptions& options);

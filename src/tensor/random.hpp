@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tensor/backend.hpp"
+#include "tensor/op_params.hpp"
 #include "tensor/philox.hpp"
 
 namespace megatron::tensor {

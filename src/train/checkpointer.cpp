@@ -1,5 +1,4 @@
 #include "train/checkpointer.hpp"
-#include "plan/model_config.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +13,7 @@
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "plan/model_config.hpp"
 #include "tensor/tensor.hpp"
 #include "dist/fault_injection.hpp"
 #include "parallel/scalar_reduce.hpp"

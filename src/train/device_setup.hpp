@@ -13,13 +13,6 @@
 
 namespace megatron::train {
 
-// cluster.device, with auto resolved from cluster.hardware (cpu for the cpu profile).
-tensor::Device run_device(const recipe::Recipe& r);
-
-// Refuses, before anything starts, a model the run's device cannot compute: on CUDA, attention
-// heads wider than the flash kernels' 128 (model.kv_channels). A UserError naming the key.
-void check_device_limits(const recipe::Recipe& r, int64_t head_dim, const std::string& file);
-
 // The index of this rank's GPU: local_rank % the devices visible (0 on the cpu).
 int run_cuda_device(const recipe::Recipe& r, int local_rank);
 

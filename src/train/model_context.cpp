@@ -1,9 +1,9 @@
 #include "train/model_context.hpp"
-#include "plan/model_config.hpp"
 
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "plan/build.hpp"
+#include "plan/engine_support.hpp"
 #include "tensor/make_backend.hpp"
 #include "train/device_setup.hpp"
 #include "train/trainer.hpp"
@@ -18,7 +18,7 @@ std::unique_ptr<dist::MpiRuntime> start_job(const recipe::CompiledRecipe& c) {
   const auto& r = c.recipe;
   dist::Watchdog::set_timeout(
       std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
-  if (run_device(r) == tensor::Device::Cuda)
+  if (plan::run_device(r) == tensor::Device::Cuda)
     tensor::select_cuda_device(run_cuda_device(r, dist::launch_info().local_rank));
   std::unique_ptr<dist::MpiRuntime> mpi;
   if (c.derived.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
@@ -35,11 +35,10 @@ parallel::ProcessGroups make_groups(const recipe::CompiledRecipe& c, const plan:
 }
 
 std::unique_ptr<model::LanguageModel> make_model(const ModelContext& run) {
-  const auto& r = run.compiled.recipe;
   const parallel::ProcessGroups& g = run.groups;
   model::ModelPlacement placement{
       .tp = {.group = g.tp.get(), .rank = g.coord.tp, .size = g.tp_size,
-             .sequence_parallel = r.parallel.sequence_parallel && g.tp_size > 1},
+             .sequence_parallel = run.plan.sequence_parallel},
       .chunks = run.plan.stages[size_t(g.coord.pp)].chunks,
       .first_stage = g.first_stage(),
       .last_stage = g.last_stage()};
@@ -55,7 +54,7 @@ ModelContext::ModelContext(const recipe::CompiledRecipe& c, int threads)
       mpi(start_job(c)),
       backend(make_run_backend(c.recipe, threads, dist::launch_info().local_rank)),
       groups(make_groups(c, plan, mpi.get(), *backend)),
-      config(plan::model_config(c.recipe, c.derived)),
+      config(plan.model),
       model(make_model(*this)) {}
 
 }  // namespace megatron::train

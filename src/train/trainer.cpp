@@ -15,6 +15,7 @@
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
+#include "plan/engine_support.hpp"
 #include "recipe/enum_names.hpp"
 #include "recipe/render.hpp"
 #include "tensor/host_io.hpp"
@@ -64,7 +65,7 @@ void log_start(const RunContext& run) {
                run.backend->description(), g.tp_size, g.pp_size,
                r.parallel.virtual_pipeline > 1
                    ? fmt::format(" (x{} virtual)", r.parallel.virtual_pipeline) : "",
-               g.dp_size, r.parallel.sequence_parallel && g.tp_size > 1 ? ", sequence parallel" : "",
+               g.dp_size, run.plan.sequence_parallel ? ", sequence parallel" : "",
                r.parallel.distributed_optimizer && g.dp_size > 1 ? ", distributed optimizer" : "",
                r.training.global_batch_size, run.batches.microbatches_at(0),
                r.training.micro_batch_size, c.derived.train_iters);
@@ -175,17 +176,7 @@ UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks) 
 TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) {
   const recipe::Recipe& r = c.recipe;
   const recipe::Derived& d = c.derived;
-  if (r.model.arch == recipe::Arch::T5 && r.parallel.pipeline != 1 &&
-      r.model.position_embedding == recipe::PositionEmbedding::Relative) {
-    throw UserError(c.file + ": parallel.pipeline: T5's relative positions train on one pipeline "
-                             "stage so far; set parallel.pipeline=1 or model.position_embedding: "
-                             "learned or rope");
-  }
-  if (r.parallel.context != 1) {
-    throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "
-                             "parallel.context=1");
-  }
-  check_device_limits(r, d.head_dim, c.file);
+  plan::check_engine_support(c);
   if (d.train_iters <= 0) {
     throw UserError(c.file + ": the recipe sets no training length: set training.train_iters, "
                              "train_samples or train_tokens");

@@ -13,6 +13,7 @@
 #include "ckpt/model_fields.hpp"
 #include "ckpt/tensor_source.hpp"
 #include "model/language_model.hpp"
+#include "recipe/recipe.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/half.hpp"
 

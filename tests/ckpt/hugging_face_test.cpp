@@ -2,7 +2,6 @@
 // element by element against index arithmetic written here (not hf_layout's), the import
 // giving every checkpoint tensor back bitwise, and a second export identical byte for byte.
 #include "ckpt/hugging_face.hpp"
-#include "plan/model_config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +15,7 @@
 #include "ckpt/rewrite.hpp"
 #include "core/error.hpp"
 #include "hf_fixtures.hpp"
+#include "plan/model_config.hpp"
 #include "recipe/compile.hpp"
 #include "support/bytes.hpp"
 #include "support/temp_dir.hpp"

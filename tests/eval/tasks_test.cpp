@@ -16,7 +16,7 @@ namespace {
 
 const data::Tokenizer& gpt2() {
   static const std::unique_ptr<data::Tokenizer> t = data::make_tokenizer(
-      recipe::Tokenizer::Gpt2Bpe,
+      data::TokenizerKind::Gpt2Bpe,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
        .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
   return *t;

@@ -12,7 +12,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace megatron;
   static const std::unique_ptr<data::Tokenizer> tokenizer = data::make_tokenizer(
-      recipe::Tokenizer::BertWordPieceLowerCase,
+      data::TokenizerKind::BertWordPieceLowerCase,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/bert-base-uncased/vocab.txt"});
   if (size == 0) return 0;
   const uint8_t choice = data[0];

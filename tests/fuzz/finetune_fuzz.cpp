@@ -22,7 +22,7 @@ using namespace megatron;
 
 const data::Tokenizer& gpt2() {
   static const std::unique_ptr<data::Tokenizer> t = data::make_tokenizer(
-      recipe::Tokenizer::Gpt2Bpe,
+      data::TokenizerKind::Gpt2Bpe,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
        .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
   return *t;
@@ -30,7 +30,7 @@ const data::Tokenizer& gpt2() {
 
 const data::Tokenizer& wordpiece() {
   static const std::unique_ptr<data::Tokenizer> t = data::make_tokenizer(
-      recipe::Tokenizer::BertWordPieceLowerCase,
+      data::TokenizerKind::BertWordPieceLowerCase,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/bert-base-uncased/vocab.txt"});
   return *t;
 }

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 const data::Tokenizer& gpt2() {
   static const auto t = data::make_tokenizer(
-      recipe::Tokenizer::Gpt2Bpe,
+      data::TokenizerKind::Gpt2Bpe,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
        .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
   return *t;

@@ -25,12 +25,12 @@ struct Fixture {
     model::ModelConfig c{.num_layers = 2, .hidden = 32, .heads = 4, .groups = 2, .head_dim = 8,
                          .ffn = 64, .vocab = 64, .padded_vocab = 64, .seq_length = 16,
                          .max_positions = 16, .init_std = 0.5};
-    c.position = recipe::PositionEmbedding::Rotary;
+    c.position = model::PositionEmbedding::Rotary;
     return c;
   }();
   model::LanguageModel model{backend, config};
   std::unique_ptr<data::Tokenizer> tokenizer = data::make_tokenizer(
-      recipe::Tokenizer::Gpt2Bpe,
+      data::TokenizerKind::Gpt2Bpe,
       {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
        .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
   Engine engine{.backend = backend, .model = model, .tokenizer = *tokenizer, .max_positions = 16, .vocab = 64};

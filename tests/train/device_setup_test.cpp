@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "plan/engine_support.hpp"
 #include "plan/hardware_file.hpp"
 #include "support/temp_dir.hpp"
 #include "tensor/make_backend.hpp"
@@ -10,6 +11,8 @@
 
 namespace megatron::train {
 namespace {
+
+using plan::run_device;
 
 recipe::Recipe with(const std::string& hardware, recipe::DeviceKind device) {
   recipe::Recipe r;
@@ -44,9 +47,18 @@ TEST(RunDevice, AnExplicitDeviceWinsOverTheProfile) {
   EXPECT_EQ(run_device(with("cpu", recipe::DeviceKind::Cuda)), tensor::Device::Cuda);
 }
 
+// A compiled recipe of `head_dim` channels a head on `hardware`, from file "big.yaml".
+recipe::CompiledRecipe with_heads(const std::string& hardware, int64_t head_dim) {
+  recipe::CompiledRecipe c;
+  c.file = "big.yaml";
+  c.recipe = with(hardware, recipe::DeviceKind::Auto);
+  c.derived.head_dim = head_dim;
+  return c;
+}
+
 TEST(DeviceLimits, CudaRefusesHeadsWiderThanItsAttentionKernelsNamingTheKey) {
   try {
-    check_device_limits(with("h100-sxm", recipe::DeviceKind::Auto), 256, "big.yaml");
+    plan::check_engine_support(with_heads("h100-sxm", 256));
     FAIL() << "head dim 256 accepted on cuda";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(), "big.yaml: model.kv_channels: attention heads of 256 channels are wider "
@@ -56,9 +68,9 @@ TEST(DeviceLimits, CudaRefusesHeadsWiderThanItsAttentionKernelsNamingTheKey) {
 }
 
 TEST(DeviceLimits, TheCpuAndHeadsUpTo128PassOnEveryDevice) {
-  EXPECT_NO_THROW(check_device_limits(with("cpu", recipe::DeviceKind::Auto), 256, "r.yaml"));
-  EXPECT_NO_THROW(check_device_limits(with("h200", recipe::DeviceKind::Auto), 128, "r.yaml"));
-  EXPECT_NO_THROW(check_device_limits(with("h200", recipe::DeviceKind::Auto), 8, "r.yaml"));
+  EXPECT_NO_THROW(plan::check_engine_support(with_heads("cpu", 256)));
+  EXPECT_NO_THROW(plan::check_engine_support(with_heads("h200", 128)));
+  EXPECT_NO_THROW(plan::check_engine_support(with_heads("h200", 8)));
 }
 
 TEST(RunBackend, TheCpuBackendTakesTheThreadCount) {

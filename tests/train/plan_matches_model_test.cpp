@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "model/language_model.hpp"
-#include "plan/model_config.hpp"
 #include "plan/build.hpp"
 #include "plan/hardware.hpp"
+#include "plan/model_config.hpp"
 #include "tensor/cpu_backend.hpp"
 
 namespace megatron::train {

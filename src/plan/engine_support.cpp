@@ -1,0 +1,93 @@
+#include "plan/engine_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "plan/hardware.hpp"
+#include "plan/hardware_file.hpp"
+#include "tensor/attention_head_dims.hpp"
+
+namespace megatron::plan {
+
+tensor::Device run_device(const recipe::Recipe& r) {
+  switch (r.cluster.device) {
+    case recipe::DeviceKind::Cpu: return tensor::Device::Cpu;
+    case recipe::DeviceKind::Cuda: return tensor::Device::Cuda;
+    case recipe::DeviceKind::Auto: break;
+  }
+  // Auto: the device the hardware profile describes (a calibrated file records its own). A name
+  // this build does not know is a GPU's; the planner reports it.
+  const auto device_of = [](const HardwareProfile& p) {
+    return p.device == "cpu" ? tensor::Device::Cpu : tensor::Device::Cuda;
+  };
+  if (is_profile_file(r.cluster.hardware))
+    return device_of(find_hardware(r.cluster.hardware));
+  for (const HardwareProfile& p : hardware_profiles())
+    if (p.name == r.cluster.hardware) return device_of(p);
+  return tensor::Device::Cuda;
+}
+
+namespace {
+
+void check_training_layout(const recipe::CompiledRecipe& c) {
+  const recipe::Recipe& r = c.recipe;
+  if (r.model.arch == recipe::Arch::T5 && r.parallel.pipeline != 1 &&
+      r.model.position_embedding == recipe::PositionEmbedding::Relative) {
+    throw UserError(c.file + ": parallel.pipeline: T5's relative positions train on one pipeline "
+                             "stage so far; set parallel.pipeline=1 or model.position_embedding: "
+                             "learned or rope");
+  }
+  if (r.parallel.context != 1) {
+    throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "
+                             "parallel.context=1");
+  }
+}
+
+void check_eval_layout(const recipe::CompiledRecipe& c) {
+  const recipe::ParallelSection& layout = c.recipe.parallel;
+  if (layout.context != 1 || layout.sequence_parallel) {
+    throw UserError("eval runs tensor-, pipeline- and data-parallel layouts: set parallel.context=1 "
+                    "and parallel.sequence_parallel=false (any layout's checkpoint loads into any "
+                    "of them)");
+  }
+  // Every tensor-parallel rank must hold some of the scored vocabulary (its softmax shard).
+  const int64_t scored_vocab = std::min(c.recipe.model.vocab_size, c.derived.padded_vocab_size);
+  const int64_t tp = layout.tensor;
+  if (tp > 1 && scored_vocab <= c.derived.padded_vocab_size / tp * (tp - 1)) {
+    throw UserError(fmt::format("parallel.tensor={}: the last tensor-parallel rank would hold none of "
+                                "the {} scored vocabulary columns; use fewer tensor-parallel ranks",
+                                tp, scored_vocab));
+  }
+}
+
+void check_generation_layout(const recipe::CompiledRecipe& c) {
+  const recipe::ParallelSection& p = c.recipe.parallel;
+  if (p.pipeline != 1 || p.context != 1 || p.sequence_parallel ||
+      p.tensor != c.derived.world_size) {
+    throw UserError("generation splits the model over every rank by tensor parallelism: leave "
+                    "parallel.tensor, pipeline, context and sequence_parallel as they are");
+  }
+}
+
+}  // namespace
+
+void check_engine_support(const recipe::CompiledRecipe& c, Job job) {
+  switch (job) {
+    case Job::Train: check_training_layout(c); break;
+    case Job::Eval: check_eval_layout(c); break;
+    case Job::Generate: check_generation_layout(c); break;
+  }
+  const recipe::Recipe& r = c.recipe;
+  constexpr int64_t kCudaMaxHeadDim = tensor::kCudaAttentionHeadDims.back();
+  if (run_device(r) == tensor::Device::Cuda && c.derived.head_dim > kCudaMaxHeadDim) {
+    throw UserError(c.file + ": model.kv_channels: attention heads of " +
+                    std::to_string(c.derived.head_dim) + " channels are wider than the CUDA "
+                    "attention's " + std::to_string(kCudaMaxHeadDim) +
+                    "; use more heads (model.num_attention_heads) or run on the cpu");
+  }
+}
+
+}  // namespace megatron::plan

@@ -1,0 +1,27 @@
+// What this engine can run: the rules that depend on the device or on what the engine does not
+// do yet, checked once for every job (run, plan, eval, generate, serve), so `megatron plan`
+// refuses exactly what `megatron run` would. Rules that depend only on the recipe are recipe/'s.
+#pragma once
+
+#include "recipe/compile.hpp"
+#include "recipe/recipe.hpp"
+#include "tensor/dtype.hpp"
+
+namespace megatron::plan {
+
+// cluster.device, with auto resolved from cluster.hardware (cpu for the cpu profile, the device
+// a calibrated profile file records, else cuda).
+tensor::Device run_device(const recipe::Recipe& r);
+
+// The jobs that run a model; each runs a different set of layouts.
+enum class Job { Train, Eval, Generate };
+
+// Refuses, with a UserError naming the key to change (and the recipe file, for training):
+// - training: context parallelism (not trained yet) and T5's relative positions on a pipeline;
+// - eval: context and sequence parallelism, and a tensor-parallel split that leaves the last rank
+//   none of the scored vocabulary;
+// - generation: any layout but tensor parallelism over every rank;
+// - every job: on CUDA, attention heads wider than the flash kernels' 128 channels.
+void check_engine_support(const recipe::CompiledRecipe& compiled, Job job = Job::Train);
+
+}  // namespace megatron::plan
