@@ -13,17 +13,17 @@
 #include <iostream>
 #include <memory>
 
-#include "cli/commands.hpp"
-#include "cli/limits.hpp"
-#include "cli/progress_line.hpp"
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
-#include "ckpt/hugging_face.hpp"
 #include "ckpt/hf_tokenizer.hpp"
+#include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
+#include "cli/commands.hpp"
+#include "cli/limits.hpp"
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
 #include "core/printable.hpp"
+#include "core/progress_line.hpp"
 #include "tensor/tensor.hpp"
 
 namespace megatron::cli {

@@ -10,13 +10,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/sampling_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/generation_model.hpp"
 #include "cli/limits.hpp"
-#include "cli/progress_line.hpp"
+#include "cli/sampling_flags.hpp"
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
+#include "core/progress_line.hpp"
 #include "data/jsonl_records.hpp"
 
 namespace megatron::cli {
@@ -57,9 +57,7 @@ generate::GenerateOptions options_of(const GenerateArgs& a, const data::Tokenize
   check_sampling_flags(a.temperature, a.top_k, a.top_p);
   generate::GenerateOptions o;
   o.max_tokens = a.max_tokens;
-  o.sampling = {.temperature = a.temperature > 0.0 ? a.temperature : 1.0,
-                .top_k = (a.greedy || a.temperature == 0.0) ? 1 : a.top_k,
-                .top_p = a.top_p};
+  o.sampling = generate::sampling_for(a.temperature, a.greedy ? 1 : a.top_k, a.top_p);
   o.seed = a.seed;
   if (!a.ignore_eod) o.eod = tokenizer.special_tokens().eod;
   o.stop = a.stop;
@@ -182,11 +180,8 @@ void run_generate(const GenerateArgs& a) {
         out << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       }
       out.flush();
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      const double rate = double(end) / std::max(s, 1e-9);
-      line(fmt::format("generated {}/{} prompts, {:.2f} prompts/s, ETA {:.0f} s", end, prompts.size(),
-                       rate, double(prompts.size() - end) / std::max(rate, 1e-9)),
-           s, end == prompts.size());
+      line.count("generated", int64_t(end), int64_t(prompts.size()), "prompts",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     if (rank0 && !a.output.empty()) {
       file.close();

@@ -5,12 +5,12 @@
 
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
-#include "cli/checkpoint_job.hpp"
 #include "cli/limits.hpp"
-#include "cli/local_job.hpp"
 #include "core/error.hpp"
 #include "dist/launcher.hpp"
+#include "launch/local_job.hpp"
 #include "plan/engine_support.hpp"
+#include "train/checkpoint_job.hpp"
 #include "train/model_weights.hpp"
 
 namespace megatron::cli {
@@ -34,10 +34,10 @@ GenerationModel::GenerationModel(const ModelArgs& a, const std::function<void()>
                                    "iter_NNNNNNN directory)");
   }
   dir_ = dir->string();
-  world_ = job_world_size(a.nproc);
+  world_ = launch::job_world_size(a.nproc);
   if (dist::launch_info().rank != 0) spdlog::set_level(spdlog::level::warn);
   const ckpt::CheckpointReader reader(*dir);
-  compiled_ = std::make_unique<recipe::CompiledRecipe>(compile_for_checkpoint(
+  compiled_ = std::make_unique<recipe::CompiledRecipe>(train::compile_for_checkpoint(
       reader.meta(), *dir,
       {.world = world_, .tensor = world_, .batch = 1, .device = a.device, .overrides = a.overrides}));
   const recipe::Recipe& r = compiled_->recipe;
@@ -48,14 +48,14 @@ GenerationModel::GenerationModel(const ModelArgs& a, const std::function<void()>
                                                                      : recipe::name_of(r.model.arch)));
   }
   plan::check_engine_support(*compiled_, plan::Job::Generate);
-  tokenizer_ = checkpoint_tokenizer(a.tokenizer, r);
+  tokenizer_ = train::checkpoint_tokenizer(a.tokenizer, r);
   if (tokenizer_->vocab_size() > r.model.vocab_size) {
     throw UserError(fmt::format("{}: the tokenizer has {} tokens but the model {}: give the "
                                 "tokenizer the checkpoint was trained with",
                                 dir_, tokenizer_->vocab_size(), r.model.vocab_size));
   }
   if (before_start) before_start();
-  exec_local_job_if_asked(a.nproc, a.threads);
+  launch::exec_local_job_if_asked(a.nproc, a.threads);
   ctx_ = std::make_unique<train::ModelContext>(*compiled_, a.threads);
   train::load_model_weights(reader, *ctx_->model, *ctx_->backend);
 }

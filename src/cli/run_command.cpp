@@ -7,15 +7,15 @@
 
 #include <fmt/format.h>
 
+#include "ckpt/directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
-#include "cli/local_job.hpp"
-#include "cli/run_dir.hpp"
-#include "ckpt/directory.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/parallelism.hpp"
 #include "dist/launcher.hpp"
+#include "launch/local_job.hpp"
+#include "launch/run_dir.hpp"
 #include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/smoke.hpp"
@@ -40,7 +40,7 @@ struct RunArgs {
 // Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
 // after the recipe compiled for N ranks: a bad layout is refused before any rank starts.
 [[noreturn]] void launch_local_job(const RunArgs& args, const recipe::CompiledRecipe& compiled) {
-  const int threads = threads_per_rank(args.threads, args.nproc);
+  const int threads = launch::threads_per_rank(args.threads, args.nproc);
   // Every rank must agree on the run directory, so it is settled here, once.
   const std::string run_dir =
       train::run_dir_for(compiled, args.run_dir.empty() ? std::nullopt
@@ -64,7 +64,7 @@ struct RunArgs {
   }
   // The run directory was checked here, before any rank started.
   argv.push_back("--force");
-  exec_local_job(args.nproc, argv);
+  launch::exec_local_job(args.nproc, argv);
 }
 
 // A single process whose recipe's layout wants more ranks is told how to start them.
@@ -86,7 +86,7 @@ void run(RunArgs args) {
   }
   // --device is cluster.device, so mpirun's ranks and the saved recipe see it as an override.
   if (!args.device.empty()) args.overrides.push_back("cluster.device=" + args.device);
-  const int world = job_world_size(args.nproc);
+  const int world = launch::job_world_size(args.nproc);
   const dist::LaunchInfo launch = dist::launch_info();
   recipe::CompileOptions options{.overrides = args.overrides, .world_size = world};
   if (args.time_limit) {
@@ -99,7 +99,7 @@ void run(RunArgs args) {
   if (launch.rank == 0 && !args.force) {
     const std::string dir = !args.run_dir.empty() ? args.run_dir : compiled.recipe.logging.run_dir.value_or("");
     // The default is a new directory named for the time.
-    if (!dir.empty()) refuse_earlier_run_dir(dir, compiled);
+    if (!dir.empty()) launch::refuse_earlier_run_dir(dir, compiled);
   }
   if (args.nproc > 1) launch_local_job(args, compiled);
   train::TrainOptions train_options{.threads = args.threads, .overrides = args.overrides};

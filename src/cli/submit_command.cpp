@@ -8,12 +8,12 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/local_job.hpp"
-#include "cli/run_dir.hpp"
-#include "cli/sbatch_script.hpp"
-#include "cli/subprocess.hpp"
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "launch/local_job.hpp"
+#include "launch/run_dir.hpp"
+#include "launch/sbatch_script.hpp"
+#include "launch/subprocess.hpp"
 #include "recipe/compile.hpp"
 #include "train/trainer.hpp"
 
@@ -48,8 +48,8 @@ std::string last_line(const std::string& text) {
   return end == std::string::npos ? trimmed : trimmed.substr(end + 1);
 }
 
-ProcessResult sbatch(const std::vector<std::string>& argv) {
-  const std::optional<ProcessResult> result = run_process(argv);
+launch::ProcessResult sbatch(const std::vector<std::string>& argv) {
+  const std::optional<launch::ProcessResult> result = launch::run_process(argv);
   if (!result)
     throw UserError("sbatch was not found on PATH: megatron submit runs on a Slurm login node "
                     "(megatron submit --dry-run prints the script without Slurm)");
@@ -57,9 +57,9 @@ ProcessResult sbatch(const std::vector<std::string>& argv) {
 }
 
 std::string command_line(const SubmitArgs& args) {
-  std::string line = "megatron submit " + shell_quote(args.file);
-  for (const std::string& o : args.overrides) line += " " + shell_quote(o);
-  if (!args.run_dir.empty()) line += " --run-dir " + shell_quote(args.run_dir);
+  std::string line = "megatron submit " + launch::shell_quote(args.file);
+  for (const std::string& o : args.overrides) line += " " + launch::shell_quote(o);
+  if (!args.run_dir.empty()) line += " --run-dir " + launch::shell_quote(args.run_dir);
   // One comment line: a line break in an override must not end it.
   for (char& c : line)
     if (std::iscntrl(static_cast<unsigned char>(c))) c = '?';
@@ -82,7 +82,7 @@ void submit(const SubmitArgs& args) {
   const fs::path work_dir = fs::current_path();
   require_plain_path(run_dir, "the run directory");
   require_plain_path(work_dir, "the working directory");
-  refuse_earlier_run_dir(run_dir, compiled);
+  launch::refuse_earlier_run_dir(run_dir, compiled);
   if (!r.cluster.job_name) {
     // The default name is the recipe file's: it must fit an #SBATCH line as a set one does.
     const std::string stem = fs::path(compiled.file).stem().string();
@@ -92,13 +92,13 @@ void submit(const SubmitArgs& args) {
                                   printable(stem)));
   }
 
-  const SbatchRequest request{.megatron = self_path(),
+  const launch::SbatchRequest request{.megatron = launch::self_path(),
                               .recipe_file = fs::absolute(args.file).lexically_normal(),
                               .overrides = args.overrides,
                               .run_dir = run_dir,
                               .work_dir = work_dir,
                               .submitted_by = command_line(args)};
-  const std::string script = sbatch_script(compiled, request);
+  const std::string script = launch::sbatch_script(compiled, request);
   if (args.dry_run) {
     std::cout << script;
     return;
@@ -107,7 +107,7 @@ void submit(const SubmitArgs& args) {
     // sbatch reads the script from stdin when no file is named; a temporary file is simpler.
     const fs::path tmp = fs::temp_directory_path() / fmt::format("megatron-submit-{}.sbatch", getpid());
     std::ofstream(tmp) << script;
-    const ProcessResult result = sbatch({"sbatch", "--test-only", tmp.string()});
+    const launch::ProcessResult result = sbatch({"sbatch", "--test-only", tmp.string()});
     fs::remove(tmp);
     // sbatch --test-only answers on stderr either way.
     const std::string answer = last_line(result.err + result.out);
@@ -126,7 +126,7 @@ void submit(const SubmitArgs& args) {
     out << script;
     if (!out) throw RuntimeFailure("cannot write " + script_path.string());
   }
-  const ProcessResult result = sbatch({"sbatch", "--parsable", script_path.string()});
+  const launch::ProcessResult result = sbatch({"sbatch", "--parsable", script_path.string()});
   if (result.exit_code != 0) {
     throw RuntimeFailure(fmt::format("sbatch refused {}: {}", script_path.string(),
                                      last_line(result.err + result.out)));

@@ -11,8 +11,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
-#include "cli/progress_line.hpp"
 #include "core/output_dir.hpp"
+#include "core/progress_line.hpp"
 #include "data/bpe_trainer.hpp"
 #include "data/bpe_word_counts.hpp"
 #include "data/gpt2_bpe_writer.hpp"

@@ -174,10 +174,8 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
   const int64_t top_k = get<int64_t>(body, "top_k", 0);
   if (top_k < 0 || top_k > 1000) throw ApiError("top_k must be an integer from 0 to 1000");
   if (top_k > 0 && top_p < 1.0) throw ApiError("cannot set both top_k and top_p");
-  // temperature 0: greedy, as OpenAI's; top_p 1 keeps every token.
-  o.sampling = {.temperature = temperature > 0.0 ? temperature : 1.0,
-                .top_k = temperature == 0.0 ? 1 : top_k,
-                .top_p = top_p < 1.0 ? top_p : 0.0};
+  // top_p 1 keeps every token.
+  o.sampling = sampling_for(temperature, top_k, top_p < 1.0 ? top_p : 0.0);
   if (get<int64_t>(body, "n", 1) != 1) throw ApiError("n must be 1: one completion per prompt");
   if (get<int64_t>(body, "best_of", 1) != 1) throw ApiError("best_of must be 1");
   if (get<bool>(body, "stream", false)) throw ApiError("stream is not supported: send stream=false");

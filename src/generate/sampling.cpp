@@ -6,6 +6,7 @@
 #include <numeric>
 
 namespace megatron::generate {
+
 namespace {
 
 double log_sum_exp(std::span<const float> x) {
@@ -16,6 +17,11 @@ double log_sum_exp(std::span<const float> x) {
 }
 
 }  // namespace
+
+Sampling sampling_for(double temperature, int64_t top_k, double top_p) {
+  if (temperature == 0.0) return {.temperature = 1.0, .top_k = 1, .top_p = top_p};
+  return {.temperature = temperature, .top_k = top_k, .top_p = top_p};
+}
 
 int32_t argmax(std::span<const float> logits) {
   return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());

@@ -19,6 +19,10 @@ struct Sampling {
   bool greedy() const { return top_k == 1; }
 };
 
+// Sampling as users ask for it (--temperature, --top-k, --top-p and the HTTP APIs' fields):
+// temperature 0 means greedy (the argmax), whatever top_k and top_p say, as in OpenAI's API.
+Sampling sampling_for(double temperature, int64_t top_k, double top_p);
+
 // The draws: the standard's fully specified Mersenne Twister, turned into doubles by hand
 // (std::uniform_real_distribution is not specified bit for bit), so a seed gives the same
 // tokens everywhere.

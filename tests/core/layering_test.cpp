@@ -47,8 +47,9 @@ const std::map<std::string, Uses>& allowed() {
       {"generate", {.rooms = {"core", "data", "dist", "model", "parallel", "tensor"}}},
       {"eval", {.rooms = {"ckpt", "core", "data", "dist", "generate", "model", "parallel", "plan",
                           "recipe", "tensor", "train"}}},
-      {"cli", {.rooms = {"ckpt", "core", "data", "dist", "eval", "generate", "model", "optim",
-                         "parallel", "plan", "recipe", "tensor", "train"}}},
+      {"launch", {.rooms = {"ckpt", "core", "dist", "plan", "recipe"}}},
+      {"cli", {.rooms = {"ckpt", "core", "data", "dist", "eval", "generate", "launch", "model",
+                         "optim", "parallel", "plan", "recipe", "tensor", "train"}}},
   };
   return rules;
 }

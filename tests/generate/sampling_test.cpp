@@ -25,6 +25,16 @@ std::map<int32_t, int> draws(const std::vector<float>& logits, const Sampling& s
   return counts;
 }
 
+TEST(Sampling, TemperatureZeroIsGreedyWhateverTopKAndTopPSay) {
+  EXPECT_TRUE(sampling_for(0.0, 0, 0.0).greedy());
+  EXPECT_TRUE(sampling_for(0.0, 40, 0.9).greedy());
+  const Sampling drawn = sampling_for(0.7, 40, 0.9);
+  EXPECT_FALSE(drawn.greedy());
+  EXPECT_EQ(drawn.temperature, 0.7);
+  EXPECT_EQ(drawn.top_k, 40);
+  EXPECT_EQ(drawn.top_p, 0.9);
+}
+
 TEST(Sampling, GreedyTakesTheFirstLargestLogit) {
   const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f};
   Rng rng(1);

@@ -2,12 +2,16 @@
 // and each phase's last line always, so that logs keep its totals and rate.
 #pragma once
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <string>
+#include <string_view>
 
-namespace megatron::cli {
+namespace megatron {
 
 class ProgressLine {
  public:
@@ -18,9 +22,18 @@ class ProgressLine {
     if (tty_ && last) std::cerr << "\n";
   }
 
+  // "VERB DONE/ALL UNIT, RATE UNIT/s, ETA N s" for a phase that began `seconds` ago; the phase's
+  // last line (done == all) always prints.
+  void count(std::string_view verb, int64_t done, int64_t all, std::string_view unit, double seconds) {
+    const double rate = double(done) / std::max(seconds, 1e-9);
+    (*this)(fmt::format("{} {}/{} {}, {:.2f} {}/s, ETA {:.0f} s", verb, done, all, unit, rate, unit,
+                        double(all - done) / std::max(rate, 1e-9)),
+            seconds, done == all);
+  }
+
  private:
   bool tty_ = ::isatty(STDERR_FILENO) != 0;
   double last_printed_ = 0;  // in logs, a short run prints only its last lines
 };
 
-}  // namespace megatron::cli
+}  // namespace megatron

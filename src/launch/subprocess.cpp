@@ -1,4 +1,4 @@
-#include "cli/subprocess.hpp"
+#include "launch/subprocess.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 
 extern char** environ;
 
-namespace megatron::cli {
+namespace megatron::launch {
 namespace {
 
 // Closes its descriptors however the function leaves.
@@ -76,4 +76,4 @@ std::optional<ProcessResult> run_process(const std::vector<std::string>& argv) {
   return result;
 }
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

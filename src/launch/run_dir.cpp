@@ -1,11 +1,11 @@
-#include "cli/run_dir.hpp"
+#include "launch/run_dir.hpp"
 
 #include <fmt/format.h>
 
 #include "ckpt/directory.hpp"
 #include "core/error.hpp"
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 void refuse_earlier_run_dir(const std::filesystem::path& dir, const recipe::CompiledRecipe& compiled) {
   const std::filesystem::path metrics = dir / "metrics.jsonl";
@@ -21,4 +21,4 @@ void refuse_earlier_run_dir(const std::filesystem::path& dir, const recipe::Comp
       dir.string(), metrics.string()));
 }
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 // The running megatron executable's path.
 std::string self_path();
@@ -30,4 +30,4 @@ int threads_per_rank(int threads, int nproc);
 // Otherwise returns.
 void exec_local_job_if_asked(int nproc, int threads);
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 struct ProcessResult {
   int exit_code = 0;  // 128 + N when signal N ended it
@@ -18,4 +18,4 @@ struct ProcessResult {
 // nullopt when the program cannot be found or started.
 std::optional<ProcessResult> run_process(const std::vector<std::string>& argv);
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

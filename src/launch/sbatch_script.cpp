@@ -1,4 +1,4 @@
-#include "cli/sbatch_script.hpp"
+#include "launch/sbatch_script.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,8 @@
 
 #include "core/build_info.hpp"
 #include "plan/engine_support.hpp"
-#include "train/device_setup.hpp"
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 std::string shell_quote(const std::string& word) {
   const bool safe = !word.empty() && word.find_first_not_of(
@@ -88,7 +87,11 @@ std::string sbatch_script(const recipe::CompiledRecipe& compiled, const SbatchRe
     srun.push_back(std::to_string(kRequeueExitCode));
   }
   std::string command;
-  for (const std::string& word : srun) command += (command.empty() ? "" : " ") + shell_quote(word);
+  for (const std::string& word : srun) {
+    // Appended piecewise: `" " + string` trips GCC 12's false -Wrestrict warning.
+    if (!command.empty()) command += ' ';
+    command += shell_quote(word);
+  }
   s << command << "\n";
   s << "status=$?\n";
   if (c.requeue) {
@@ -104,4 +107,4 @@ std::string sbatch_script(const recipe::CompiledRecipe& compiled, const SbatchRe
   return s.str();
 }
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

@@ -8,7 +8,7 @@
 
 #include "recipe/compile.hpp"
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 // The exit code of `megatron run --stopped-exit-code` that the script reads as "stopped early
 // with a checkpoint saved: requeue me" (BSD's EX_TEMPFAIL, "try again later").
@@ -29,4 +29,4 @@ std::string sbatch_script(const recipe::CompiledRecipe& compiled, const SbatchRe
 // `word` as one POSIX shell word: bare when it holds only safe characters, else single-quoted.
 std::string shell_quote(const std::string& word);
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

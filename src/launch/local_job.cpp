@@ -1,4 +1,4 @@
-#include "cli/local_job.hpp"
+#include "launch/local_job.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "core/parallelism.hpp"
 #include "dist/launcher.hpp"
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 std::string self_path() {
   std::error_code ec;
@@ -82,4 +82,4 @@ void exec_local_job_if_asked(int nproc, int threads) {
   exec_local_job(nproc, args);
 }
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

@@ -6,10 +6,10 @@
 
 #include "recipe/compile.hpp"
 
-namespace megatron::cli {
+namespace megatron::launch {
 
 // UserError when `dir` holds an earlier run's metrics.jsonl and the recipe's checkpoint.save
 // holds no checkpoint to resume that run from (--force is the way past it).
 void refuse_earlier_run_dir(const std::filesystem::path& dir, const recipe::CompiledRecipe& compiled);
 
-}  // namespace megatron::cli
+}  // namespace megatron::launch

@@ -1,4 +1,4 @@
-// What the commands that run a saved model (eval, generate, serve) share: the checkpoint's own
+// What the jobs that run a saved model (eval, generate, serve) share: the checkpoint's own
 // recipe compiled for this job's ranks and layout, and the tokenizer it was trained with.
 #pragma once
 
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "ckpt/checkpoint_reader.hpp"
-#include "cli/tokenizer_args.hpp"
+#include "data/tokenizer.hpp"
 #include "recipe/compile.hpp"
 
-namespace megatron::cli {
+namespace megatron::train {
 
 struct CheckpointJob {
   int world = 1;
@@ -27,9 +27,19 @@ recipe::CompiledRecipe compile_for_checkpoint(const ckpt::CheckpointMeta& meta,
                                               const std::filesystem::path& dir,
                                               const CheckpointJob& job);
 
-// The tokenizer the flags name, else the recipe's own files; UserError when this machine has
+// A tokenizer as a user names it (--tokenizer and its files): the type by any of its recipe
+// names (Megatron-LM's too); empty type and files: the recipe's.
+struct TokenizerChoice {
+  std::string type;
+  data::TokenizerFiles files;
+};
+
+// The tokenizer `choice` names; UserError for an unknown type, saying which exist.
+std::unique_ptr<data::Tokenizer> load_tokenizer(const TokenizerChoice& choice);
+
+// The tokenizer the user named, else the recipe's own files; UserError when this machine has
 // none of them.
-std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const TokenizerArgs& args,
+std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const TokenizerChoice& choice,
                                                       const recipe::Recipe& recipe);
 
-}  // namespace megatron::cli
+}  // namespace megatron::train

@@ -1,4 +1,4 @@
-#include "cli/checkpoint_job.hpp"
+#include "train/checkpoint_job.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -6,8 +6,10 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "recipe/enum_names.hpp"
+#include "recipe/suggest.hpp"
 
-namespace megatron::cli {
+namespace megatron::train {
 
 namespace fs = std::filesystem;
 
@@ -41,9 +43,21 @@ recipe::CompiledRecipe compile_for_checkpoint(const ckpt::CheckpointMeta& meta, 
   }
 }
 
-std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const TokenizerArgs& args,
+std::unique_ptr<data::Tokenizer> load_tokenizer(const TokenizerChoice& choice) {
+  const auto kind = recipe::parse_enum<recipe::Tokenizer>(choice.type);
+  if (!kind) {
+    auto names = recipe::canonical_names<recipe::Tokenizer>();
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw UserError("unknown tokenizer '" + choice.type + "'" +
+                    recipe::did_you_mean(choice.type, names) + "; choose one of " + list);
+  }
+  return data::make_tokenizer(*kind, choice.files);
+}
+
+std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const TokenizerChoice& choice,
                                                       const recipe::Recipe& r) {
-  TokenizerArgs t = args;
+  TokenizerChoice t = choice;
   if (t.type.empty()) t.type = std::string(recipe::name_of(r.data.tokenizer));
   if (t.files.vocab_file.empty() && r.data.vocab_file && fs::exists(*r.data.vocab_file)) {
     t.files.vocab_file = *r.data.vocab_file;
@@ -64,7 +78,7 @@ std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const TokenizerArgs& args,
             ? "--tokenizer-model (the SentencePiece model it was trained with)"
             : "--vocab-file (e.g. data/tokenizers/bert-base-uncased/vocab.txt)"));
   }
-  return t.load();
+  return load_tokenizer(t);
 }
 
-}  // namespace megatron::cli
+}  // namespace megatron::train
