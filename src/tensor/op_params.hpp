@@ -21,10 +21,6 @@ struct RngKey {
   uint64_t offset = 0;
 };
 
-// Attention over a fused QKV projection. Per token, the row of `qkv` holds, for each of the
-// `groups` key/value groups in turn, its heads/groups query heads, then its key head, then its
-// value head, each `head_dim` wide (Megatron's layout, which splits evenly by groups under
-// tensor parallelism). Tokens are ordered batch-major: row b * seq + t.
 // A vocab-parallel loss's shard: columns [first, first + v) of the vocabulary. Targets outside
 // it contribute no target logit (loss[i] = lse[i]) and no one-hot.
 struct VocabShard {
@@ -32,6 +28,10 @@ struct VocabShard {
   bool partial = false;  // false: the whole vocabulary, every target must lie inside
 };
 
+// Attention over a fused QKV projection. Per token, the row of `qkv` holds, for each of the
+// `groups` key/value groups in turn, its heads/groups query heads, then its key head, then its
+// value head, each `head_dim` wide (Megatron's layout, which splits evenly by groups under
+// tensor parallelism). Tokens are ordered batch-major: row b * seq + t.
 struct AttentionShape {
   int64_t batch = 0;
   int64_t seq = 0;
