@@ -13,7 +13,6 @@
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/printable.hpp"
-#include "plan/model_config.hpp"
 #include "tensor/tensor.hpp"
 #include "dist/fault_injection.hpp"
 #include "parallel/scalar_reduce.hpp"
@@ -88,7 +87,7 @@ bool is_vocab_tensor(const std::string& name) {
 
 }  // namespace
 
-Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
+Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled, const model::ModelConfig& config,
                            const parallel::ProcessGroups& groups, tensor::Backend& backend,
                            std::string recipe_text, std::vector<std::string> overrides)
     : compiled_(compiled),
@@ -96,7 +95,7 @@ Checkpointer::Checkpointer(const recipe::CompiledRecipe& compiled,
       backend_(backend),
       recipe_text_(std::move(recipe_text)),
       overrides_(std::move(overrides)),
-      config_(plan::model_config(compiled.recipe, compiled.derived)) {
+      config_(config) {
   if (!compiled.recipe.checkpoint.save) return;
   save_dir_ = fs::path(*compiled.recipe.checkpoint.save);
   // Refuse a save directory that cannot be written now, not after hours of training.

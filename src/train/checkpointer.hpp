@@ -20,8 +20,10 @@ namespace megatron::train {
 
 class Checkpointer {
  public:
-  Checkpointer(const recipe::CompiledRecipe& compiled, const parallel::ProcessGroups& groups,
-               tensor::Backend& backend, std::string recipe_text, std::vector<std::string> overrides);
+  // `config`: the Plan's model (plan.model), whose fields the checkpoint's metadata records.
+  Checkpointer(const recipe::CompiledRecipe& compiled, const model::ModelConfig& config,
+               const parallel::ProcessGroups& groups, tensor::Backend& backend,
+               std::string recipe_text, std::vector<std::string> overrides);
   ~Checkpointer();
 
   bool saving() const { return save_dir_.has_value(); }

@@ -90,7 +90,7 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   // Ranks other than 0 say only what goes wrong.
   if (!rank0() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   if (rank0()) run_dir = prepare_run_dir(c, options);
-  checkpointer = std::make_unique<Checkpointer>(c, groups, *backend, options.recipe_text,
+  checkpointer = std::make_unique<Checkpointer>(c, config, groups, *backend, options.recipe_text,
                                                 options.overrides);
   // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.
   if (!checkpointer->source()) {
