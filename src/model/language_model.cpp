@@ -48,9 +48,8 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
       block_first_param_.back().push_back(params_.all().size());
       const bool decoder = config_.is_decoder_layer(layer);
       const size_t first = params_.all().size();
-      blocks_.back().push_back(std::make_unique<TransformerBlock>(
-          params_, config_, layer,
-          BlockSpec{.causal = config_.causal || decoder, .cross_attention = decoder}));
+      blocks_.back().push_back(std::make_unique<TransformerBlock>(params_, config_, layer,
+                                                                  block_spec(config_, layer)));
       if (decoder) {
         for (size_t p = first; p < params_.all().size(); ++p) {
           params_.all()[p]->scaled_layers = config_.decoder_layers;

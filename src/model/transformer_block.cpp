@@ -15,43 +15,45 @@ std::string prefix(const ModelConfig& c, int64_t layer) {
   return block_prefix(layer, c.encoder_decoder ? c.num_layers : 0);
 }
 
-// Gated units (SwiGLU, GeGLU): fc1 holds the gate and the up projection.
-bool is_gated(const ModelConfig& c) {
-  return c.activation == Activation::Swiglu || c.activation == Activation::Geglu;
+AttentionHeads heads_of(const ModelConfig& c, const parallel::TensorParallel& tp) {
+  return {.heads = tp.shard(c.heads), .groups = tp.shard(c.groups), .head_dim = c.head_dim,
+          .head_offset = tp.shard_begin(c.heads), .total_heads = c.heads};
 }
 
-void activation_forward(tensor::Backend& b, const ModelConfig& c, const Tensor& fc1, Tensor& act) {
-  switch (c.activation) {
+tensor::RotaryOptions rotary_of(const ModelConfig& c) {
+  return {.rotary_dim = c.rotary_dim(), .base = c.rotary_base};
+}
+
+void activation_forward(tensor::Backend& b, Activation a, const Tensor& fc1, Tensor& act) {
+  switch (a) {
     case Activation::Swiglu: b.swiglu_forward(fc1, act); return;
     case Activation::Geglu: b.geglu_forward(fc1, act); return;
     case Activation::Gelu:
-    case Activation::GeluTanh: b.gelu_forward(fc1, act, c.activation == Activation::GeluTanh); return;
+    case Activation::GeluTanh: b.gelu_forward(fc1, act, a == Activation::GeluTanh); return;
   }
 }
 
-void activation_backward(tensor::Backend& b, const ModelConfig& c, const Tensor& dact,
-                         const Tensor& fc1, Tensor& dfc1) {
-  switch (c.activation) {
+void activation_backward(tensor::Backend& b, Activation a, const Tensor& dact, const Tensor& fc1,
+                         Tensor& dfc1) {
+  switch (a) {
     case Activation::Swiglu: b.swiglu_backward(dact, fc1, dfc1); return;
     case Activation::Geglu: b.geglu_backward(dact, fc1, dfc1); return;
     case Activation::Gelu:
-    case Activation::GeluTanh:
-      b.gelu_backward(dact, fc1, dfc1, c.activation == Activation::GeluTanh);
-      return;
+    case Activation::GeluTanh: b.gelu_backward(dact, fc1, dfc1, a == Activation::GeluTanh); return;
   }
 }
 
 }  // namespace
 
 bool TransformerBlock::fuses_gelu() const {
-  return config_.activation == Activation::GeluTanh && fc1_.fuses_gelu();
+  return spec_.mlp.activation == Activation::GeluTanh && fc1_.fuses_gelu();
 }
 
 Tensor TransformerBlock::mlp_forward(tensor::Backend& b, const Tensor& ln2, Tensor& act) const {
   if (fuses_gelu()) return fc1_.forward_gelu(b, ln2, act);
   Tensor fc1 = fc1_.forward(b, ln2);
   act = b.empty({ln2.dim(0), ffn_}, ln2.dtype());
-  activation_forward(b, config_, fc1, act);
+  activation_forward(b, spec_.mlp.activation, fc1, act);
   return fc1;
 }
 
@@ -64,21 +66,28 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
       groups_(tp_.shard(c.groups)),
       ffn_(tp_.shard(c.ffn)),
       layer_(layer),
-      norm1_(params, prefix(c, layer) + "input_layernorm", c.hidden, c.norm, c.norm_eps),
+      self_core_(spec.self_attention, heads_of(c, tp_), rotary_of(c), c.attention_dropout, layer,
+                 DropoutSite::AttentionProbs),
+      norm1_(params, prefix(c, layer) + "input_layernorm", c.hidden, spec.norm, c.norm_eps),
       qkv_(params, prefix(c, layer) + "self_attention.linear_qkv", c.hidden,
            (c.heads + 2 * c.groups) * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows),
       proj_(params, prefix(c, layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
             c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
-      norm2_(params, prefix(c, layer) + "pre_mlp_layernorm", c.hidden, c.norm, c.norm_eps),
-      fc1_(params, prefix(c, layer) + "mlp.linear_fc1", c.hidden, is_gated(c) ? 2 * c.ffn : c.ffn,
-           c.linear_bias, Init::Normal, TpSplit::Rows, is_gated(c) ? 2 : 1),
+      norm2_(params, prefix(c, layer) + "pre_mlp_layernorm", c.hidden, spec.norm, c.norm_eps),
+      fc1_(params, prefix(c, layer) + "mlp.linear_fc1", c.hidden,
+           spec.mlp.gated() ? 2 * c.ffn : c.ffn, c.linear_bias, Init::Normal, TpSplit::Rows,
+           spec.mlp.gated() ? 2 : 1),
       fc2_(params, prefix(c, layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
            Init::ScaledNormal, TpSplit::Columns) {
   if (!spec_.cross_attention) return;
+  cross_core_ = std::make_unique<AttentionCore>(*spec_.cross_attention, heads_of(c, tp_),
+                                                rotary_of(c), c.attention_dropout, layer,
+                                                DropoutSite::CrossAttentionProbs);
   // Megatron-Core's CrossAttention: linear_q from the decoder stream, linear_kv (each group's
   // key then value) from the encoder output, both column-parallel; linear_proj row-parallel.
   const std::string p = prefix(c, layer);
-  norm_x_ = std::make_unique<Norm>(params, p + "pre_cross_attn_layernorm", c.hidden, c.norm, c.norm_eps);
+  norm_x_ = std::make_unique<Norm>(params, p + "pre_cross_attn_layernorm", c.hidden, spec.norm,
+                                   c.norm_eps);
   xq_ = std::make_unique<Linear>(params, p + "cross_attention.linear_q", c.hidden,
                                  c.heads * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows);
   xkv_ = std::make_unique<Linear>(params, p + "cross_attention.linear_kv", c.hidden,
@@ -87,83 +96,22 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
                                     c.hidden, c.linear_bias, Init::ScaledNormal, TpSplit::Columns);
 }
 
-tensor::AttentionShape TransformerBlock::attention_shape(const Batch& batch) const {
-  return {.batch = batch.batch,
-          .seq = batch.seq,
-          .heads = heads_,
-          .groups = groups_,
-          .head_dim = config_.head_dim};
-}
-
-tensor::CrossAttentionShape TransformerBlock::packed_shape(const Batch& batch) const {
+AttentionInputs TransformerBlock::self_inputs(const Batch& batch) const {
   return {.batch = batch.batch,
           .q_seq = batch.seq,
           .kv_seq = batch.seq,
-          .heads = heads_,
-          .groups = groups_,
-          .head_dim = config_.head_dim,
-          .packed = true};
+          .key_lengths = &batch.key_lengths,
+          .first_keys = &batch.first_keys,
+          .bias = &batch.score_bias,
+          .bias_grad = batch.score_bias_grad};
 }
 
-tensor::AttentionOptions TransformerBlock::attention_options(const Pass& pass,
-                                                            const Batch& batch) const {
-  return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
-          .causal = spec_.causal,
-          .dropout = pass.dropout(config_.attention_dropout),
-          .rng = pass.dropout_key(layer_, DropoutSite::AttentionProbs),
-          .head_offset = tp_.shard_begin(config_.heads),
-          .total_heads = config_.heads,
-          .key_lengths = batch.key_lengths,
-          .first_keys = batch.first_keys};
-}
-
-void TransformerBlock::core_forward(tensor::Backend& b, const Tensor& qkv, const Batch& batch,
-                                    const tensor::AttentionOptions& options, Tensor& out,
-                                    Tensor& lse) const {
-  if (!batch.score_bias.defined()) {
-    b.attention_forward(qkv, attention_shape(batch), options, out, lse);
-    return;
-  }
-  tensor::AttentionOptions biased = options;
-  biased.bias = &batch.score_bias;
-  biased.bias_columns = heads_;
-  b.cross_attention_forward(qkv, qkv, packed_shape(batch), biased, out, lse);
-}
-
-void TransformerBlock::core_backward(tensor::Backend& b, const Tensor& qkv, const Tensor& out,
-                                     const Tensor& dout, const Tensor& lse, const Batch& batch,
-                                     const tensor::AttentionOptions& options, Tensor& dqkv) const {
-  if (!batch.score_bias.defined()) {
-    b.attention_backward(qkv, out, dout, lse, attention_shape(batch), options, dqkv);
-    return;
-  }
-  tensor::AttentionOptions biased = options;
-  biased.bias = &batch.score_bias;
-  biased.bias_columns = heads_;
-  Tensor grad = batch.score_bias_grad;  // a handle: the model's tensor receives the sum
-  b.cross_attention_backward(qkv, qkv, out, dout, lse, packed_shape(batch), biased, dqkv, dqkv,
-                             &grad);
-}
-
-tensor::CrossAttentionShape TransformerBlock::cross_shape(const Batch& batch,
-                                                         const EncoderMemory& memory) const {
+AttentionInputs TransformerBlock::cross_inputs(const Batch& batch,
+                                               const EncoderMemory& memory) const {
   return {.batch = batch.batch,
           .q_seq = batch.seq,
           .kv_seq = memory.seq,
-          .heads = heads_,
-          .groups = groups_,
-          .head_dim = config_.head_dim};
-}
-
-tensor::AttentionOptions TransformerBlock::cross_options(const Pass& pass,
-                                                        const EncoderMemory& memory) const {
-  return {.scale = float(1.0 / std::sqrt(double(config_.head_dim))),
-          .causal = false,
-          .dropout = pass.dropout(config_.attention_dropout),
-          .rng = pass.dropout_key(layer_, DropoutSite::CrossAttentionProbs),
-          .head_offset = tp_.shard_begin(config_.heads),
-          .total_heads = config_.heads,
-          .key_lengths = memory.key_lengths};
+          .key_lengths = &memory.key_lengths};
 }
 
 Tensor TransformerBlock::cross_forward(const Pass& pass, const Tensor& mid, const Batch& batch,
@@ -174,13 +122,10 @@ Tensor TransformerBlock::cross_forward(const Pass& pass, const Tensor& mid, cons
   Tensor lnx = parallel::gather_sequence(b, tp_, norm_x_->forward(b, mid, norm_x));
   Tensor xq = xq_->forward(b, lnx);
   Tensor xkv = xkv_->forward(b, memory.states);
-  Tensor xattn = b.empty({batch.rows(), heads_ * config_.head_dim}, mid.dtype());
-  Tensor xlse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
-  b.cross_attention_forward(xq, xkv, cross_shape(batch, memory), cross_options(pass, memory), xattn,
-                            xlse);
+  AttentionOutput xattn = cross_core_->forward(pass, xq, &xkv, cross_inputs(batch, memory));
   Tensor mid2 = b.empty(mid.shape(), mid.dtype());
   {
-    Tensor proj = parallel::reduce_partial(b, tp_, xproj_->forward(b, xattn));
+    Tensor proj = parallel::reduce_partial(b, tp_, xproj_->forward(b, xattn.out));
     xproj_->bias_dropout_add(b, proj, mid, mid2, pass.dropout(config_.hidden_dropout),
                              hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
   }
@@ -189,10 +134,7 @@ Tensor TransformerBlock::cross_forward(const Pass& pass, const Tensor& mid, cons
   saved.lnx = std::move(lnx);
   saved.xq = std::move(xq);
   saved.xkv = std::move(xkv);
-  if (keep == Keep::Everything) {
-    saved.xattn = std::move(xattn);
-    saved.xlse = std::move(xlse);
-  }
+  if (keep == Keep::Everything) saved.xattn = std::move(xattn);
   return mid2;
 }
 
@@ -200,27 +142,20 @@ Tensor TransformerBlock::cross_backward(const Pass& pass, const Tensor& dmid2, c
                                         const EncoderMemory& memory, Tensor& dmemory,
                                         BlockActivations& saved) const {
   tensor::Backend& b = pass.backend;
-  const tensor::CrossAttentionShape shape = cross_shape(batch, memory);
-  const tensor::AttentionOptions options = cross_options(pass, memory);
-  if (!saved.xattn.defined()) {
-    saved.xattn = b.empty({saved.xq.dim(0), heads_ * config_.head_dim}, dmid2.dtype());
-    saved.xlse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
-    b.cross_attention_forward(saved.xq, saved.xkv, shape, options, saved.xattn, saved.xlse);
-  }
+  const AttentionInputs inputs = cross_inputs(batch, memory);
+  if (!saved.xattn.out.defined()) saved.xattn = cross_core_->forward(pass, saved.xq, &saved.xkv, inputs);
   Tensor dmid = b.empty(dmid2.shape(), dmid2.dtype());
   b.copy(dmid2, dmid);
   Tensor dproj = b.empty(dmid2.shape(), dmid2.dtype());
   b.dropout_backward(dmid2, dproj, pass.dropout(config_.hidden_dropout),
                      hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
   xproj_->bias_grad(b, dproj);
-  Tensor dxattn = xproj_->backward(b, parallel::gather_sequence(b, tp_, dproj), saved.xattn);
+  Tensor dxattn = xproj_->backward(b, parallel::gather_sequence(b, tp_, dproj), saved.xattn.out);
   dproj = {};
   Tensor dxq = b.empty(saved.xq.shape(), dmid2.dtype());
   Tensor dxkv = b.empty(saved.xkv.shape(), dmid2.dtype());
-  b.cross_attention_backward(saved.xq, saved.xkv, saved.xattn, dxattn, saved.xlse, shape, options,
-                             dxq, dxkv, nullptr);
+  cross_core_->backward(pass, saved.xq, &saved.xkv, saved.xattn, dxattn, inputs, dxq, &dxkv);
   saved.xattn = {};
-  saved.xlse = {};
   saved.xq = {};
   saved.xkv = {};
   b.add(dmemory, xkv_->backward(b, dxkv, memory.states), dmemory);
@@ -240,25 +175,41 @@ tensor::RngKey TransformerBlock::hidden_key(const Pass& pass, DropoutSite site,
 Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch& batch,
                                  BlockActivations& saved, Keep keep,
                                  const EncoderMemory* memory) const {
-  if (spec_.cross_attention != (memory != nullptr)) {
+  return run_forward(pass, x, batch, saved, keep, memory, nullptr);
+}
+
+Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int64_t batch,
+                                        int64_t seq, int64_t start, LayerCache& cache) const {
+  if (tp_.sequence_parallel || spec_.cross_attention) {
+    throw std::logic_error("forward_cached: generation runs decoder-only blocks without sequence "
+                           "parallelism");
+  }
+  // The same forward as training's without dropout, whose attention reads and extends the cache.
+  const Pass pass{.backend = b, .training = false};
+  BlockActivations unused;
+  CacheStep step{.cache = cache, .start = start};
+  return run_forward(pass, x, Batch{.batch = batch, .seq = seq}, unused, Keep::Nothing, nullptr,
+                     &step);
+}
+
+Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Batch& batch,
+                                     BlockActivations& saved, Keep keep,
+                                     const EncoderMemory* memory, CacheStep* step) const {
+  if (spec_.cross_attention.has_value() != (memory != nullptr)) {
     throw std::logic_error("TransformerBlock: the encoder output goes to decoder blocks only");
   }
   tensor::Backend& b = pass.backend;
-  const tensor::AttentionShape shape = attention_shape(batch);
-
-  const int64_t rows = batch.rows();  // of the whole sequence
   Norm::Saved norm1;
   Tensor ln1 = parallel::gather_sequence(b, tp_, norm1_.forward(b, x, norm1));
   Tensor qkv = qkv_.forward(b, ln1);
-  if (config_.position == PositionEmbedding::Rotary) {
-    b.rotary(qkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base}, false);
-  }
-  Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
-  Tensor lse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
-  core_forward(b, qkv, batch, attention_options(pass, batch), attn, lse);
+  self_core_.position(b, qkv, batch.batch, batch.seq, step ? step->start : 0, false);
+  AttentionOutput attn =
+      step ? AttentionOutput{.out = self_core_.forward_cached(b, qkv, batch.batch, batch.seq,
+                                                              step->start, step->cache)}
+           : self_core_.forward(pass, qkv, nullptr, self_inputs(batch));
   Tensor mid = b.empty(x.shape(), x.dtype());
   {
-    Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
+    Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn.out));
     proj_.bias_dropout_add(b, proj, x, mid, pass.dropout(config_.hidden_dropout),
                            hidden_key(pass, DropoutSite::AttentionOut, batch));
   }
@@ -284,10 +235,7 @@ Tensor TransformerBlock::forward(const Pass& pass, const Tensor& x, const Batch&
   saved.norm1 = std::move(norm1);
   saved.ln1 = std::move(ln1);
   saved.qkv = std::move(qkv);
-  if (keep == Keep::Everything) {
-    saved.attn = std::move(attn);
-    saved.lse = std::move(lse);
-  }
+  if (keep == Keep::Everything) saved.attn = std::move(attn);
   saved.mid = std::move(mid);
   saved.mid2 = std::move(mid2);
   saved.norm2 = std::move(norm2);
@@ -302,45 +250,11 @@ LayerCache TransformerBlock::make_cache(tensor::Backend& b, int64_t batch, int64
   return {.k = b.zeros(shape, config_.dtype), .v = b.zeros(shape, config_.dtype)};
 }
 
-Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int64_t batch,
-                                        int64_t seq, int64_t start, LayerCache& cache) const {
-  if (tp_.sequence_parallel || spec_.cross_attention) {
-    throw std::logic_error("forward_cached: generation runs decoder-only blocks without sequence "
-                           "parallelism");
-  }
-  const tensor::AttentionShape shape{
-      .batch = batch, .seq = seq, .heads = heads_, .groups = groups_, .head_dim = config_.head_dim};
-  const int64_t rows = batch * seq;
-  Norm::Saved norm1;
-  Tensor qkv = qkv_.forward(b, norm1_.forward(b, x, norm1));
-  if (config_.position == PositionEmbedding::Rotary) {
-    b.rotary(qkv, shape,
-             {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base, .position_offset = start},
-             false);
-  }
-  Tensor attn = b.empty({rows, heads_ * config_.head_dim}, x.dtype());
-  b.attention_cached(qkv, shape, start, float(1.0 / std::sqrt(double(config_.head_dim))), cache.k,
-                     cache.v, attn);
-  qkv = {};
-  Tensor mid = parallel::reduce_partial(b, tp_, proj_.forward(b, attn));
-  proj_.add_bias(b, mid);
-  b.add(mid, x, mid);
-
-  Norm::Saved norm2;
-  Tensor act;
-  Tensor fc1 = mlp_forward(b, norm2_.forward(b, mid, norm2), act);
-  fc1 = {};
-  Tensor y = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
-  fc2_.add_bias(b, y);
-  b.add(y, mid, y);
-  return y;
-}
-
 Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batch& batch,
                                   BlockActivations& saved, const EncoderMemory* memory,
                                   Tensor* dmemory) const {
   tensor::Backend& b = pass.backend;
-  if (spec_.cross_attention != (memory != nullptr && dmemory != nullptr)) {
+  if (spec_.cross_attention.has_value() != (memory != nullptr && dmemory != nullptr)) {
     throw std::logic_error("TransformerBlock: a decoder block's backward needs the encoder output");
   }
   if (!saved.qkv.defined()) {
@@ -349,13 +263,9 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     const Tensor input = saved.input;
     forward(pass, input, batch, saved, Keep::Everything, memory);
   }
-  const tensor::AttentionShape shape = attention_shape(batch);
-  const tensor::AttentionOptions options = attention_options(pass, batch);
-  if (!saved.attn.defined()) {
-    saved.attn = b.empty({saved.qkv.dim(0), heads_ * config_.head_dim}, dy.dtype());
-    saved.lse = b.empty({batch.batch, heads_, batch.seq}, tensor::DType::F32);
-    core_forward(b, saved.qkv, batch, options, saved.attn, saved.lse);
-  }
+  const AttentionInputs inputs = self_inputs(batch);
+  // Selective recompute: the core again, from the kept (already rotated) qkv.
+  if (!saved.attn.out.defined()) saved.attn = self_core_.forward(pass, saved.qkv, nullptr, inputs);
 
   // MLP: y = mid + dropout(fc2(act(fc1(norm2(mid)))))
   Tensor dmid = b.empty(dy.shape(), dy.dtype());
@@ -377,7 +287,7 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
       Tensor dact = fc2_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.act);
       saved.act = {};
       Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
-      activation_backward(b, config_, dact, saved.fc1, dfc1);
+      activation_backward(b, spec_.mlp.activation, dact, saved.fc1, dfc1);
       saved.fc1 = {};
       dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
     }
@@ -399,16 +309,12 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
                        hidden_key(pass, DropoutSite::AttentionOut, batch));
     dmid = {};
     proj_.bias_grad(b, dproj);
-    Tensor dattn = proj_.backward(b, parallel::gather_sequence(b, tp_, dproj), saved.attn);
+    Tensor dattn = proj_.backward(b, parallel::gather_sequence(b, tp_, dproj), saved.attn.out);
     Tensor dqkv = b.empty(saved.qkv.shape(), dy.dtype());
-    core_backward(b, saved.qkv, saved.attn, dattn, saved.lse, batch, options, dqkv);
+    self_core_.backward(pass, saved.qkv, nullptr, saved.attn, dattn, inputs, dqkv, nullptr);
     saved.attn = {};
-    saved.lse = {};
     saved.qkv = {};
-    if (config_.position == PositionEmbedding::Rotary) {
-      b.rotary(dqkv, shape, {.rotary_dim = config_.rotary_dim(), .base = config_.rotary_base},
-               true);
-    }
+    self_core_.position(b, dqkv, batch.batch, batch.seq, 0, true);
     Tensor dln1 = parallel::reduce_partial(b, tp_, qkv_.backward(b, dqkv, saved.ln1));
     saved.ln1 = {};
     Tensor dnorm1 = norm1_.backward(b, dln1, saved.input, saved.norm1);

@@ -1,14 +1,16 @@
 // One pre-norm transformer block: x + dropout(attn(norm(x))), then + dropout(mlp(norm(.))),
 // with explicit forward and backward, the activations it keeps spelled out, and Megatron's
-// tensor parallelism (heads and FFN split; sequence-parallel norms and dropout). Attention is
-// causal or bidirectional with the batch's padding mask, as the block's spec says; a T5
+// tensor parallelism (heads and FFN split; sequence-parallel norms and dropout). The block is
+// assembled once from its spec (model/block_spec.hpp): its attention cores, norms and MLP; a T5
 // decoder block adds cross-attention over the encoder output between the two.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "model/attention_core.hpp"
 #include "model/batch.hpp"
+#include "model/block_spec.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model_config.hpp"
 #include "model/linear.hpp"
@@ -23,8 +25,7 @@ struct BlockActivations {
   Norm::Saved norm1;
   tensor::Tensor ln1;  // the whole sequence (gathered under sequence parallelism)
   tensor::Tensor qkv;  // after rotary
-  tensor::Tensor attn;  // attention core output; dropped under selective recompute
-  tensor::Tensor lse;   // ditto
+  AttentionOutput attn;  // the attention core's output; dropped under selective recompute
   tensor::Tensor mid;   // x + dropout(attention projection)
   Norm::Saved norm2;
   tensor::Tensor ln2;  // the whole sequence
@@ -36,8 +37,7 @@ struct BlockActivations {
   tensor::Tensor lnx;    // the whole sequence
   tensor::Tensor xq;     // cross-attention queries
   tensor::Tensor xkv;    // its keys and values, from the encoder output
-  tensor::Tensor xattn;  // its core output; dropped under selective recompute
-  tensor::Tensor xlse;   // ditto
+  AttentionOutput xattn;  // its core's output; dropped under selective recompute
   tensor::Tensor mid2;
 };
 
@@ -47,12 +47,6 @@ struct EncoderMemory {
   tensor::Tensor states;
   int64_t seq = 0;
   std::vector<int64_t> key_lengths;  // empty: every key
-};
-
-// What kind of block this is, decided once when the model is assembled.
-struct BlockSpec {
-  bool causal = true;            // self-attention mask; false: bidirectional with padding
-  bool cross_attention = false;  // T5 decoder
 };
 
 enum class Keep {
@@ -93,19 +87,9 @@ class TransformerBlock {
   // fc1 and the activation: returns fc1's output (kept for backward), writes act.
   tensor::Tensor mlp_forward(tensor::Backend& b, const tensor::Tensor& ln2,
                              tensor::Tensor& act) const;
-  tensor::AttentionShape attention_shape(const Batch& batch) const;
-  tensor::CrossAttentionShape packed_shape(const Batch& batch) const;
-  tensor::AttentionOptions attention_options(const Pass& pass, const Batch& batch) const;
-  // The self-attention core: the flash kernel, or with the batch's score bias (T5's relative
-  // positions) the materialised one over the fused qkv.
-  void core_forward(tensor::Backend& b, const tensor::Tensor& qkv, const Batch& batch,
-                    const tensor::AttentionOptions& options, tensor::Tensor& out,
-                    tensor::Tensor& lse) const;
-  void core_backward(tensor::Backend& b, const tensor::Tensor& qkv, const tensor::Tensor& out,
-                     const tensor::Tensor& dout, const tensor::Tensor& lse, const Batch& batch,
-                     const tensor::AttentionOptions& options, tensor::Tensor& dqkv) const;
-  tensor::CrossAttentionShape cross_shape(const Batch& batch, const EncoderMemory& memory) const;
-  tensor::AttentionOptions cross_options(const Pass& pass, const EncoderMemory& memory) const;
+  // What the self- and cross-attention cores attend over in `batch`.
+  AttentionInputs self_inputs(const Batch& batch) const;
+  AttentionInputs cross_inputs(const Batch& batch, const EncoderMemory& memory) const;
   // mid -> mid2 (decoder blocks), keeping what backward needs in `saved` when asked.
   tensor::Tensor cross_forward(const Pass& pass, const tensor::Tensor& mid, const Batch& batch,
                                const EncoderMemory& memory, BlockActivations& saved, Keep keep) const;
@@ -113,14 +97,26 @@ class TransformerBlock {
   tensor::Tensor cross_backward(const Pass& pass, const tensor::Tensor& dmid2, const Batch& batch,
                                 const EncoderMemory& memory, tensor::Tensor& dmemory,
                                 BlockActivations& saved) const;
+  // Generation's step: the cache the self-attention reads and extends, and where the new tokens
+  // start in it.
+  struct CacheStep {
+    LayerCache& cache;
+    int64_t start = 0;
+  };
+  // forward and forward_cached: one body, whose self-attention runs over the cache when `step` is
+  // set.
+  tensor::Tensor run_forward(const Pass& pass, const tensor::Tensor& x, const Batch& batch,
+                             BlockActivations& saved, Keep keep, const EncoderMemory* memory,
+                             CacheStep* step) const;
   // Dropout on this rank's rows of the hidden states draws what those rows draw in one process.
   tensor::RngKey hidden_key(const Pass& pass, DropoutSite site, const Batch& batch) const;
 
-  const ModelConfig& config_;
+  const ModelConfig& config_;  // sizes and dropout rates; what the block is made of is spec_
   BlockSpec spec_;
   parallel::TensorParallel tp_;
   int64_t heads_, groups_, ffn_;  // this rank's
   int64_t layer_;
+  AttentionCore self_core_;
   Norm norm1_;
   Linear qkv_;
   Linear proj_;
@@ -130,6 +126,7 @@ class TransformerBlock {
   // Decoder blocks only.
   std::unique_ptr<Norm> norm_x_;
   std::unique_ptr<Linear> xq_, xkv_, xproj_;
+  std::unique_ptr<AttentionCore> cross_core_;
 };
 
 }  // namespace megatron::model

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/communication.hpp"
+#include "plan/engine_support.hpp"
 #include "plan/estimate.hpp"
 #include "plan/flops.hpp"
 #include "plan/memory.hpp"
@@ -22,6 +23,7 @@ Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& h
   plan.sequence_parallel = x.sp;
   plan.model = model_config(compiled.recipe, compiled.derived);
   plan.stages = assign_stages(x, chunks);
+  plan.layers = plan_layers(plan.model, plan.stages, run_device(compiled.recipe));
   plan.parameters = count_parameters(x, plan.stages);
   fill_memory(x, plan.stages);
   for (Stage& stage : plan.stages) stage.memory.runtime = hardware.runtime_overhead_bytes;

@@ -1,5 +1,6 @@
-// Assembles a Plan from its parts (layout, parameters, memory, FLOPs, communication,
-// schedule, estimate) without suggestions, so what-if re-runs cannot recurse.
+// Assembles a Plan from its parts (layout, layers, parameters, memory, FLOPs, communication,
+// schedule, estimate) without suggestions, so what-if re-runs cannot recurse. plan/'s own: every
+// job and command calls make_plan (plan/plan.hpp).
 #pragma once
 
 #include "plan/hardware.hpp"

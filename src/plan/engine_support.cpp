@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "plan/hardware.hpp"
 #include "plan/hardware_file.hpp"
-#include "tensor/attention_head_dims.hpp"
+#include "model/block_spec.hpp"
+#include "plan/model_config.hpp"
+#include "tensor/attention_spec.hpp"
 
 namespace megatron::plan {
 
@@ -80,13 +83,23 @@ void check_engine_support(const recipe::CompiledRecipe& c, Job job) {
     case Job::Eval: check_eval_layout(c); break;
     case Job::Generate: check_generation_layout(c); break;
   }
-  const recipe::Recipe& r = c.recipe;
-  constexpr int64_t kCudaMaxHeadDim = tensor::kCudaAttentionHeadDims.back();
-  if (run_device(r) == tensor::Device::Cuda && c.derived.head_dim > kCudaMaxHeadDim) {
-    throw UserError(c.file + ": model.kv_channels: attention heads of " +
-                    std::to_string(c.derived.head_dim) + " channels are wider than the CUDA "
-                    "attention's " + std::to_string(kCudaMaxHeadDim) +
-                    "; use more heads (model.num_attention_heads) or run on the cpu");
+  // Every layer's attention, as the backend of the run's device answers for it (the layers of a
+  // stack share their spec: the first encoder and the first decoder layer speak for all).
+  const model::ModelConfig config = model_config(c.recipe, c.derived);
+  const tensor::Device device = run_device(c.recipe);
+  for (int64_t layer : {int64_t(0), config.num_layers}) {
+    if (layer >= config.total_layers()) continue;
+    const model::BlockSpec spec = model::block_spec(config, layer);
+    std::vector<tensor::AttentionSpec> cores{spec.self_attention};
+    if (spec.cross_attention) cores.push_back(*spec.cross_attention);
+    for (const tensor::AttentionSpec& core : cores) {
+      const std::string refusal =
+          tensor::attention_support(device, core, config.head_dim, config.dtype).refusal;
+      if (!refusal.empty()) {
+        throw UserError(c.file + ": model.kv_channels: " + refusal +
+                        "; use more heads (model.num_attention_heads) or run on the cpu");
+      }
+    }
   }
 }
 

@@ -21,7 +21,8 @@ enum class Job { Train, Eval, Generate };
 // - eval: context and sequence parallelism, and a tensor-parallel split that leaves the last rank
 //   none of the scored vocabulary;
 // - generation: any layout but tensor parallelism over every rank;
-// - every job: on CUDA, attention heads wider than the flash kernels' 128 channels.
+// - every job: a layer whose attention the device's backend cannot run (tensor::attention_support:
+//   on CUDA, heads wider than the attention kernels' 128 channels).
 void check_engine_support(const recipe::CompiledRecipe& compiled, Job job = Job::Train);
 
 }  // namespace megatron::plan

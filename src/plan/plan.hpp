@@ -10,6 +10,7 @@
 #include "model/model_config.hpp"
 #include "parallel/layout.hpp"
 #include "plan/hardware.hpp"
+#include "plan/layers.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::plan {
@@ -106,6 +107,8 @@ struct Plan {
   // The model every rank builds (plan::model_config): the jobs read it here.
   model::ModelConfig model;
   std::vector<Stage> stages;
+  // Every transformer layer in order: where it runs, what it is made of, which kernels run it.
+  std::vector<LayerPlan> layers;
   Parameters parameters;
   MemoryBreakdown peak_rank;    // the stage whose total is largest
   int64_t peak_stage = 0;
@@ -117,6 +120,8 @@ struct Plan {
   Generation generation;  // zero for models that do not generate (BERT, T5)
 };
 
+// The planner's one entry point, for `megatron plan` and every job alike. A size that overflows
+// is a UserError at the recipe's model.hidden_size; a plan that does not fit carries suggestions.
 Plan make_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware);
 
 }  // namespace megatron::plan

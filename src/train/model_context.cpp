@@ -2,7 +2,6 @@
 
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
-#include "plan/build.hpp"
 #include "plan/engine_support.hpp"
 #include "tensor/make_backend.hpp"
 #include "train/device_setup.hpp"
@@ -50,7 +49,7 @@ std::unique_ptr<model::LanguageModel> make_model(const ModelContext& run) {
 ModelContext::ModelContext(const recipe::CompiledRecipe& c, int threads)
     : compiled(c),
       hardware(plan::find_hardware(c.recipe.cluster.hardware)),
-      plan(plan::build_plan(c, hardware)),
+      plan(plan::make_plan(c, hardware)),
       mpi(start_job(c)),
       backend(make_run_backend(c.recipe, threads, dist::launch_info().local_rank)),
       groups(make_groups(c, plan, mpi.get(), *backend)),

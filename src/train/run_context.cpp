@@ -13,7 +13,6 @@
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
 #include "train/model_weights.hpp"
-#include "plan/build.hpp"
 #include "recipe/render.hpp"
 #include "tensor/make_backend.hpp"
 #include "train/device_setup.hpp"
@@ -61,17 +60,6 @@ ModelSpeed model_speed(const recipe::CompiledRecipe& c, const plan::Plan& p,
 }
 
 }  // namespace
-
-const std::vector<plan::PipelineOp>& StagePrograms::at(int64_t microbatches) {
-  auto it = made_.find(microbatches);
-  if (it == made_.end()) {
-    it = made_.emplace(microbatches, plan::stage_program(plan_.schedule.kind, plan_.layout.pp,
-                                                         stage_, plan_.schedule.chunks,
-                                                         microbatches))
-             .first;
-  }
-  return it->second;
-}
 
 RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& options)
     : ModelContext(c, options.threads),

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "plan/hardware.hpp"
 #include "plan/plan.hpp"
 #include "plan/program.hpp"
+#include "plan/stage_programs.hpp"
 #include "recipe/compile.hpp"
 #include "tensor/backend.hpp"
 #include "train/batch_prefetch.hpp"
@@ -25,7 +25,6 @@
 #include "train/model_context.hpp"
 #include "train/parallel_optimizer.hpp"
 #include "train/pipeline_step.hpp"
-#include "train/batch_prefetch.hpp"
 #include "train/train_data.hpp"
 #include "train/trainer.hpp"
 
@@ -36,19 +35,6 @@ namespace megatron::train {
 struct ModelSpeed {
   double flops_per_token = 0.0;
   double peak = 1.0;
-};
-
-// This stage's program for a number of micro-batches (fewer while the batch ramps up), made once
-// per size from the Plan's schedule: the op list the Plan describes for this stage.
-class StagePrograms {
- public:
-  StagePrograms(const plan::Plan& plan, int64_t stage) : plan_(plan), stage_(stage) {}
-  const std::vector<plan::PipelineOp>& at(int64_t microbatches);
-
- private:
-  const plan::Plan& plan_;
-  int64_t stage_;
-  std::map<int64_t, std::vector<plan::PipelineOp>> made_;
 };
 
 // The model's context (ModelContext: the Plan, MPI, backend, groups, this stage's model), then
@@ -69,7 +55,7 @@ struct RunContext : ModelContext {
   std::optional<ckpt::CheckpointMeta> resumed;  // what the run continues from
   optim::LrSchedule lr;
   BatchSchedule batches;
-  StagePrograms programs;
+  plan::StagePrograms programs;  // this stage's, from the Plan's schedule
   ModelSpeed speed;
   TrainData data;
   BatchSpec batch_spec;  // how samples become micro-batches

@@ -39,8 +39,9 @@ const std::map<std::string, Uses>& allowed() {
       {"recipe", {.rooms = {"core"},
                   .headers = {"data/tokenizer_kind.hpp", "model/kinds.hpp", "optim/kinds.hpp"}}},
       {"plan", {.rooms = {"core", "recipe"},
-                .headers = {"model/kinds.hpp", "model/model_config.hpp", "parallel/layout.hpp",
-                            "tensor/dtype.hpp", "tensor/attention_head_dims.hpp"}}},
+                .headers = {"model/block_spec.hpp", "model/kinds.hpp", "model/model_config.hpp",
+                            "parallel/layout.hpp", "tensor/attention_spec.hpp",
+                            "tensor/dtype.hpp"}}},
       {"ckpt", {.rooms = {"core", "dist", "model", "recipe", "tensor"}}},
       {"train", {.rooms = {"ckpt", "core", "data", "dist", "model", "optim", "parallel", "plan",
                            "recipe", "tensor"}}},
@@ -90,6 +91,23 @@ TEST(Layering, EveryRoomIncludesOnlyWhatItsRuleAllows) {
     ASSERT_TRUE(fs::is_directory(dir)) << dir;
     EXPECT_THAT(foreign_includes(dir, room), ::testing::IsEmpty()) << "room " << room;
   }
+}
+
+// The planner has one entry point (plan::make_plan); its assembly without suggestions is plan/'s.
+TEST(Layering, OnlyThePlannerAssemblesAPlanWithoutItsEntryPoint) {
+  const fs::path root(MEGATRON_SOURCE_DIR);
+  std::vector<std::string> outside;
+  for (const char* top : {"src", "bin", "tests"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      if (!entry.is_regular_file() || entry.path().parent_path() == root / "src" / "plan") continue;
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str().find("#include \"plan/build.hpp\"") != std::string::npos)
+        outside.push_back(fs::relative(entry.path(), root).string());
+    }
+  }
+  EXPECT_THAT(outside, ::testing::IsEmpty());
 }
 
 }  // namespace

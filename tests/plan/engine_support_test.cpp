@@ -14,12 +14,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A GPT of 64-channel heads on the cpu, `world` ranks all tensor-parallel, from "r.yaml".
+// A GPT of two layers of 64-channel heads on the cpu, `world` ranks all tensor-parallel, from "r.yaml".
 recipe::CompiledRecipe gpt(int64_t world = 1) {
   recipe::CompiledRecipe c;
   c.file = "r.yaml";
   c.recipe.cluster.hardware = "cpu";
   c.recipe.model.vocab_size = 1000;
+  c.recipe.model.num_layers = 2;
   c.recipe.parallel.tensor = world;
   c.derived.world_size = world;
   c.derived.padded_vocab_size = 1024;

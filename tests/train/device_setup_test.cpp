@@ -52,6 +52,7 @@ recipe::CompiledRecipe with_heads(const std::string& hardware, int64_t head_dim)
   recipe::CompiledRecipe c;
   c.file = "big.yaml";
   c.recipe = with(hardware, recipe::DeviceKind::Auto);
+  c.recipe.model.num_layers = 2;
   c.derived.head_dim = head_dim;
   return c;
 }

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/language_model.hpp"
-#include "plan/build.hpp"
+#include "plan/plan.hpp"
 #include "plan/hardware.hpp"
 #include "plan/model_config.hpp"
 #include "tensor/cpu_backend.hpp"
@@ -46,7 +46,7 @@ int64_t engine_parameters(const recipe::CompiledRecipe& c, const plan::Plan& pla
 void expect_plan_counts_the_engines_parameters(const std::string& file,
                                                const std::vector<std::string>& overrides) {
   const recipe::CompiledRecipe c = compiled(file, overrides);
-  const plan::Plan plan = plan::build_plan(c, plan::find_hardware(c.recipe.cluster.hardware));
+  const plan::Plan plan = plan::make_plan(c, plan::find_hardware(c.recipe.cluster.hardware));
   EXPECT_EQ(engine_parameters(c, plan), plan.parameters.total);
 }
 
