@@ -24,6 +24,8 @@
 #include "core/output_dir.hpp"
 #include "core/printable.hpp"
 #include "core/progress_line.hpp"
+#include "plan/engine_support.hpp"
+#include "recipe/enum_names.hpp"
 #include "tensor/tensor.hpp"
 
 namespace megatron::cli {
@@ -135,10 +137,13 @@ void convert(const ConvertArgs& a) {
   ckpt::RewriteTarget target{.tensor = a.tp > 0 ? a.tp : meta.layout.tensor,
                              .pipeline = a.pp > 0 ? a.pp : meta.layout.pipeline,
                              .dtype = dtype};
-  if (ckpt::model_field(meta, "model.position_embedding") == "relative" && target.pipeline > 1) {
-    throw UserError(fmt::format("--pp {}: T5's relative positions train on one pipeline stage so "
-                                "far, so their checkpoints stay on one; drop --pp",
-                                target.pipeline));
+  const auto position = recipe::parse_enum<recipe::PositionEmbedding>(
+      ckpt::model_field(meta, "model.position_embedding").value_or("learned"));
+  if (const std::string why = plan::pipeline_refusal(
+          position.value_or(recipe::PositionEmbedding::Learned), target.pipeline);
+      !why.empty()) {
+    throw UserError(fmt::format("--pp {}: {}, so their checkpoints stay on one; drop --pp",
+                                target.pipeline, why));
   }
   for (const char* key : {"model.num_attention_heads", "model.num_query_groups"}) {
     const std::string v = ckpt::model_field(meta, key).value_or("");

@@ -11,7 +11,7 @@
 
 #include "cli/tokenizer_args.hpp"
 #include "generate/generator.hpp"
-#include "train/model_context.hpp"
+#include "train/checkpoint_model.hpp"
 
 namespace megatron::cli {
 
@@ -37,20 +37,19 @@ class GenerationModel {
   GenerationModel& operator=(const GenerationModel&) = delete;
 
   generate::Engine engine() const;
-  const data::Tokenizer& tokenizer() const { return *tokenizer_; }
-  bool rank0() const { return ctx_->rank0(); }
+  const data::Tokenizer& tokenizer() const { return opened_.tokenizer(); }
+  bool rank0() const { return opened_.context().rank0(); }
   int world_size() const { return world_; }
   // Every rank; null for one process.
-  dist::Communicator* world() const { return world_ > 1 ? ctx_->groups.world.get() : nullptr; }
-  std::string checkpoint() const { return dir_; }
+  dist::Communicator* world() const {
+    return world_ > 1 ? opened_.context().groups.world.get() : nullptr;
+  }
+  std::string checkpoint() const { return opened_.dir().string(); }
   std::string description() const;
 
  private:
-  std::string dir_;
   int world_ = 1;
-  std::unique_ptr<recipe::CompiledRecipe> compiled_;
-  std::unique_ptr<data::Tokenizer> tokenizer_;
-  std::unique_ptr<train::ModelContext> ctx_;
+  train::CheckpointModel opened_;
 };
 
 }  // namespace megatron::cli

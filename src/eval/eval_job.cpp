@@ -8,8 +8,6 @@
 #include <iostream>
 #include <map>
 
-#include "ckpt/checkpoint_reader.hpp"
-#include "ckpt/directory.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
@@ -21,11 +19,9 @@
 #include "eval/results.hpp"
 #include "eval/task_run.hpp"
 #include "eval/tuned_prompt.hpp"
-#include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/enum_names.hpp"
-#include "train/model_context.hpp"
-#include "train/model_weights.hpp"
+#include "train/checkpoint_model.hpp"
 #include "train/pipeline_step.hpp"
 
 namespace megatron::eval {
@@ -105,25 +101,17 @@ void write_whole(const std::string& path, const std::string& text, const std::ve
 
 void run(const EvalJob& job) {
   const auto started = std::chrono::steady_clock::now();
-  const std::optional<fs::path> dir = ckpt::resolve_checkpoint(job.checkpoint);
-  if (!dir) throw UserError(job.checkpoint + ": no checkpoint there (a save directory with `latest`, or an iter_NNNNNNN directory)");
   const int world = job.world;
   const dist::LaunchInfo launch = dist::launch_info();
   const bool rank0 = launch.rank == 0;
   if (!rank0) spdlog::set_level(spdlog::level::warn);
-  const ckpt::CheckpointReader reader(*dir);
-  const recipe::CompiledRecipe compiled = train::compile_for_checkpoint(
-      reader.meta(), *dir,
-      {.world = world, .batch = std::max<int64_t>(job.batch_size, 1), .device = job.device, .overrides = job.overrides});
-  plan::check_engine_support(compiled, plan::Job::Eval);
-  const auto tokenizer = train::checkpoint_tokenizer(job.tokenizer, compiled.recipe);
-  // A token id past the model's vocabulary would index past its embedding.
-  if (tokenizer->vocab_size() > compiled.recipe.model.vocab_size) {
-    throw UserError(fmt::format("{}: the tokenizer has {} tokens but the model {}: give the "
-                                "tokenizer the checkpoint was trained with",
-                                dir->string(), tokenizer->vocab_size(),
-                                compiled.recipe.model.vocab_size));
-  }
+  train::CheckpointModel opened(job.checkpoint,
+                                {.world = world, .batch = std::max<int64_t>(job.batch_size, 1),
+                                 .device = job.device, .overrides = job.overrides},
+                                job.tokenizer, plan::Job::Eval);
+  const fs::path& dir = opened.dir();
+  const recipe::CompiledRecipe& compiled = opened.compiled();
+  const data::Tokenizer& tokenizer = opened.tokenizer();
   // Read every task file before the model is built: bad input costs nothing.
   std::vector<TaskInput> inputs;
   const int64_t classes = compiled.derived.classes;
@@ -131,27 +119,27 @@ void run(const EvalJob& job) {
     if (spec.task == "classification" && classes == 0) {
       throw UserError(fmt::format("{}: the checkpoint has no classifier: fine-tune it first "
                                   "(finetune.train_data, docs/finetune.md)",
-                                  dir->string()));
+                                  dir.string()));
     }
     if (spec.task != "classification" && classes > 0) {
       throw UserError(fmt::format("{}: the checkpoint is a fine-tuned classifier: score it with "
                                   "--task classification",
-                                  dir->string()));
+                                  dir.string()));
     }
     const recipe::Arch arch = compiled.recipe.model.arch;
     if (spec.task != "classification" && arch != recipe::Arch::Gpt &&
         !(spec.task == "generation" && arch == recipe::Arch::T5)) {
       throw UserError(fmt::format("{}: {} scores causal language models (arch gpt){}; this "
                                   "checkpoint is {}: fine-tune it and use --task classification",
-                                  dir->string(), spec.task,
+                                  dir.string(), spec.task,
                                   spec.task == "generation" ? " and t5" : "", recipe::name_of(arch)));
     }
-    if (spec.task == "generation" && arch == recipe::Arch::T5 && !tokenizer->special_tokens().cls) {
-      throw UserError(dir->string() + ": generation from t5 needs its WordPiece vocabulary "
+    if (spec.task == "generation" && arch == recipe::Arch::T5 && !tokenizer.special_tokens().cls) {
+      throw UserError(dir.string() + ": generation from t5 needs its WordPiece vocabulary "
                                       "(data.vocab_file) for [BOS] and [EOS]");
     }
     if (spec.task == "generation") check_output_room(spec.max_tokens, compiled);
-    inputs.push_back(read_task_input(spec, *tokenizer, compiled.recipe.finetune));
+    inputs.push_back(read_task_input(spec, tokenizer, compiled.recipe.finetune));
   }
   if (job.before_model) job.before_model();
   std::vector<fs::path> created;
@@ -163,18 +151,17 @@ void run(const EvalJob& job) {
       if (rank0) created.insert(created.end(), made.begin(), made.end());
     }
   }
-  train::ModelContext ctx(compiled, job.threads);
-  train::load_model_weights(reader, *ctx.model, *ctx.backend);
+  train::ModelContext& ctx = opened.load(job.threads);
   const model::ModelConfig& c = ctx.config;
   const ScorerOptions options{
       .max_length = c.max_positions,
       .batch_size = std::max<int64_t>(job.batch_size, 1),
-      .pad_token = tokenizer->special_tokens().eod.value_or(0),
+      .pad_token = tokenizer.special_tokens().eod.value_or(0),
       .vocab_size = std::min<int64_t>(c.vocab, c.padded_vocab)};
   const parallel::ProcessGroups& g = ctx.groups;
   spdlog::info("megatron eval {}: {} task{}, max length {}, batch {}, {} rank{} (tensor {} x "
                "pipeline {} x data {}), {}",
-               dir->string(), inputs.size(), inputs.size() == 1 ? "" : "s", options.max_length,
+               dir.string(), inputs.size(), inputs.size() == 1 ? "" : "s", options.max_length,
                options.batch_size, world, world == 1 ? "" : "s", g.tp_size, g.pp_size, g.dp_size,
                ctx.backend->description());
   const ScoreGroups groups{.tp = g.tp_size > 1 ? g.tp.get() : nullptr,
@@ -196,7 +183,7 @@ void run(const EvalJob& job) {
   int64_t forwarded = 0;  // tokens through the model, for the rate
   double scoring_s = 0.0;
   const TaskSetup setup{
-      .tokenizer = *tokenizer,
+      .tokenizer = tokenizer,
       .prefix_token = options.pad_token,
       .max_length = options.max_length,
       .score = [&](const std::vector<Request>& requests, bool greedy) {
@@ -218,7 +205,7 @@ void run(const EvalJob& job) {
       .classify = [&](const data::ClassificationSet& set) {
         const auto begin = std::chrono::steady_clock::now();
         // The tokenizer outlives the source: a non-owning handle.
-        const std::shared_ptr<const data::Tokenizer> tok(tokenizer.get(), [](const data::Tokenizer*) {});
+        const std::shared_ptr<const data::Tokenizer> tok(&tokenizer, [](const data::Tokenizer*) {});
         const data::ClassificationSource rows(
             std::make_shared<const data::ClassificationSet>(set), tok, compiled.recipe.data.seq_length,
             compiled.recipe.model.arch == recipe::Arch::Bert, 0, int64_t(set.rows.size()), false);
@@ -246,16 +233,16 @@ void run(const EvalJob& job) {
                                      .seed = job.seed};
         if (t5) {
           const data::WordPieceExtras extras =
-              data::wordpiece_extras(*tokenizer, compiled.derived.vocab_extra_ids);
+              data::wordpiece_extras(tokenizer, compiled.derived.vocab_extra_ids);
           decoding.bos = extras.bos;
-          decoding.pad = tokenizer->special_tokens().pad.value_or(0);
+          decoding.pad = tokenizer.special_tokens().pad.value_or(0);
           decoding.stop_tokens = {extras.eos};
-        } else if (const auto eod = tokenizer->special_tokens().eod) {
+        } else if (const auto eod = tokenizer.special_tokens().eod) {
           decoding.stop_tokens = {*eod};
         }
         std::vector<std::vector<int32_t>> ids;
         for (const std::string& p : prompts) {
-          std::vector<int32_t> encoded = tokenizer->encode(tuned_prompt(compiled.recipe.finetune, p));
+          std::vector<int32_t> encoded = tokenizer.encode(tuned_prompt(compiled.recipe.finetune, p));
           if (t5) encoded.push_back(decoding.stop_tokens[0]);  // a source ends in [EOS]
           if (encoded.empty() && decoding.stop_tokens.size() == 1) encoded.push_back(decoding.stop_tokens[0]);
           forwarded += int64_t(encoded.size());
@@ -269,7 +256,7 @@ void run(const EvalJob& job) {
         std::vector<std::string> texts;
         for (const auto& out : outputs) {
           forwarded += int64_t(out.size());
-          texts.push_back(trimmed(tuned_answer(compiled.recipe.finetune, tokenizer->decode(out))));
+          texts.push_back(trimmed(tuned_answer(compiled.recipe.finetune, tokenizer.decode(out))));
         }
         scoring_s += seconds_since(begin);
         return texts;
@@ -287,7 +274,7 @@ void run(const EvalJob& job) {
   if (!rank0) return;
   std::cout << results_table(results);
   if (!job.json.empty()) {
-    const RunInfo info{.checkpoint = dir->string(),
+    const RunInfo info{.checkpoint = dir.string(),
                              .batch_size = options.batch_size,
                              .max_length = options.max_length,
                              .version = std::string(build_info::version())};

@@ -33,15 +33,20 @@ tensor::Device run_device(const recipe::Recipe& r) {
   return tensor::Device::Cuda;
 }
 
+std::string pipeline_refusal(model::PositionEmbedding position, int64_t pipeline) {
+  if (position == model::PositionEmbedding::Relative && pipeline != 1)
+    return "T5's relative positions train on one pipeline stage so far";
+  return "";
+}
+
 namespace {
 
 void check_training_layout(const recipe::CompiledRecipe& c) {
   const recipe::Recipe& r = c.recipe;
-  if (r.model.arch == recipe::Arch::T5 && r.parallel.pipeline != 1 &&
-      r.model.position_embedding == recipe::PositionEmbedding::Relative) {
-    throw UserError(c.file + ": parallel.pipeline: T5's relative positions train on one pipeline "
-                             "stage so far; set parallel.pipeline=1 or model.position_embedding: "
-                             "learned or rope");
+  if (const std::string why = pipeline_refusal(r.model.position_embedding, r.parallel.pipeline);
+      !why.empty()) {
+    throw UserError(c.file + ": parallel.pipeline: " + why +
+                    "; set parallel.pipeline=1 or model.position_embedding: learned or rope");
   }
   if (r.parallel.context != 1) {
     throw UserError(c.file + ": parallel.context: context parallelism does not train yet; set "

@@ -3,6 +3,10 @@
 // refuses exactly what `megatron run` would. Rules that depend only on the recipe are recipe/'s.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
+#include "model/kinds.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/recipe.hpp"
 #include "tensor/dtype.hpp"
@@ -12,6 +16,11 @@ namespace megatron::plan {
 // cluster.device, with auto resolved from cluster.hardware (cpu for the cpu profile, the device
 // a calibrated profile file records, else cuda).
 tensor::Device run_device(const recipe::Recipe& r);
+
+// Why a model with `position` embeddings cannot train on `pipeline` stages, or empty when it can:
+// T5's relative positions train on one stage so far. Training refuses such a layout, and
+// `convert --pp` refuses to write a checkpoint for one.
+std::string pipeline_refusal(model::PositionEmbedding position, int64_t pipeline);
 
 // The jobs that run a model; each runs a different set of layouts.
 enum class Job { Train, Eval, Generate };

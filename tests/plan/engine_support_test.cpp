@@ -102,5 +102,13 @@ TEST(EngineSupport, EveryJobOnCudaRefusesHeadsWiderThanItsAttentionKernels) {
     EXPECT_THAT(refusal(c, job), HasSubstr("model.kv_channels: attention heads of 256 channels"));
 }
 
+TEST(EngineSupport, OnlyRelativePositionsStayOnOnePipelineStage) {
+  EXPECT_EQ(pipeline_refusal(model::PositionEmbedding::Relative, 1), "");
+  EXPECT_EQ(pipeline_refusal(model::PositionEmbedding::Relative, 2),
+            "T5's relative positions train on one pipeline stage so far");
+  EXPECT_EQ(pipeline_refusal(model::PositionEmbedding::Learned, 4), "");
+  EXPECT_EQ(pipeline_refusal(model::PositionEmbedding::Rotary, 4), "");
+}
+
 }  // namespace
 }  // namespace megatron::plan

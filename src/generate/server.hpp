@@ -1,0 +1,30 @@
+// The text generation server: Megatron's `PUT /api` and an OpenAI-style `POST /v1/completions`
+// (also at `/completions`), answered one request at a time in arrival order. Rank 0 serves HTTP;
+// every rank runs each request's generation, which rank 0 hands them with a broadcast.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "dist/communicator.hpp"
+#include "generate/generator.hpp"
+
+namespace megatron::generate {
+
+struct ServeOptions {
+  std::string host = "0.0.0.0";
+  int port = 5000;            // 0: any free port (logged, and written to port_file)
+  std::string port_file;      // written once listening, when given
+  std::string model_name;     // the model's name in OpenAI answers
+  int64_t max_prompts = 128;  // per request
+  std::string description;    // logged when serving starts: the model and where it runs
+};
+
+// Serves `engine`'s model until SIGINT or SIGTERM (dist::stop_signal), then finishes the request
+// in hand and returns. `world`: every rank of the model (null for one process); each calls serve.
+// A bad request gets HTTP 400 and a JSON error, a failing one 500; UserError when rank 0 cannot
+// listen on the host and port.
+void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& options);
+
+}  // namespace megatron::generate
