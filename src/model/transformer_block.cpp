@@ -24,38 +24,7 @@ tensor::RotaryOptions rotary_of(const ModelConfig& c) {
   return {.rotary_dim = c.rotary_dim(), .base = c.rotary_base};
 }
 
-void activation_forward(tensor::Backend& b, Activation a, const Tensor& fc1, Tensor& act) {
-  switch (a) {
-    case Activation::Swiglu: b.swiglu_forward(fc1, act); return;
-    case Activation::Geglu: b.geglu_forward(fc1, act); return;
-    case Activation::Gelu:
-    case Activation::GeluTanh: b.gelu_forward(fc1, act, a == Activation::GeluTanh); return;
-  }
-}
-
-void activation_backward(tensor::Backend& b, Activation a, const Tensor& dact, const Tensor& fc1,
-                         Tensor& dfc1) {
-  switch (a) {
-    case Activation::Swiglu: b.swiglu_backward(dact, fc1, dfc1); return;
-    case Activation::Geglu: b.geglu_backward(dact, fc1, dfc1); return;
-    case Activation::Gelu:
-    case Activation::GeluTanh: b.gelu_backward(dact, fc1, dfc1, a == Activation::GeluTanh); return;
-  }
-}
-
 }  // namespace
-
-bool TransformerBlock::fuses_gelu() const {
-  return spec_.mlp.activation == Activation::GeluTanh && fc1_.fuses_gelu();
-}
-
-Tensor TransformerBlock::mlp_forward(tensor::Backend& b, const Tensor& ln2, Tensor& act) const {
-  if (fuses_gelu()) return fc1_.forward_gelu(b, ln2, act);
-  Tensor fc1 = fc1_.forward(b, ln2);
-  act = b.empty({ln2.dim(0), ffn_}, ln2.dtype());
-  activation_forward(b, spec_.mlp.activation, fc1, act);
-  return fc1;
-}
 
 TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, int64_t layer,
                                    BlockSpec spec)
@@ -64,7 +33,6 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
       tp_(params.tp()),
       heads_(tp_.shard(c.heads)),
       groups_(tp_.shard(c.groups)),
-      ffn_(tp_.shard(c.ffn)),
       layer_(layer),
       self_core_(spec.self_attention, heads_of(c, tp_), rotary_of(c), c.attention_dropout, layer,
                  DropoutSite::AttentionProbs),
@@ -74,11 +42,7 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
       proj_(params, prefix(c, layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
             c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
       norm2_(params, prefix(c, layer) + "pre_mlp_layernorm", c.hidden, spec.norm, c.norm_eps),
-      fc1_(params, prefix(c, layer) + "mlp.linear_fc1", c.hidden,
-           spec.mlp.gated() ? 2 * c.ffn : c.ffn, c.linear_bias, Init::Normal, TpSplit::Rows,
-           spec.mlp.gated() ? 2 : 1),
-      fc2_(params, prefix(c, layer) + "mlp.linear_fc2", c.ffn, c.hidden, c.linear_bias,
-           Init::ScaledNormal, TpSplit::Columns) {
+      mlp_(params, prefix(c, layer), c, spec.mlp) {
   if (!spec_.cross_attention) return;
   cross_core_ = std::make_unique<AttentionCore>(*spec_.cross_attention, heads_of(c, tp_),
                                                 rotary_of(c), c.attention_dropout, layer,
@@ -220,12 +184,12 @@ Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Ba
 
   Norm::Saved norm2;
   Tensor ln2 = parallel::gather_sequence(b, tp_, norm2_.forward(b, into_mlp, norm2));
-  Tensor act;
-  Tensor fc1 = mlp_forward(b, ln2, act);
+  MlpSaved mlp;
   Tensor y = b.empty(x.shape(), x.dtype());
   {
-    Tensor fc2 = parallel::reduce_partial(b, tp_, fc2_.forward(b, act));
-    fc2_.bias_dropout_add(b, fc2, into_mlp, y, pass.dropout(config_.hidden_dropout),
+    const bool kept = keep == Keep::Everything || keep == Keep::AllButCore;
+    Tensor out = parallel::reduce_partial(b, tp_, mlp_.forward(b, ln2, mlp, kept));
+    mlp_.bias_dropout_add(b, out, into_mlp, y, pass.dropout(config_.hidden_dropout),
                           hidden_key(pass, DropoutSite::MlpOut, batch));
   }
 
@@ -240,8 +204,7 @@ Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Ba
   saved.mid2 = std::move(mid2);
   saved.norm2 = std::move(norm2);
   saved.ln2 = std::move(ln2);
-  saved.fc1 = std::move(fc1);
-  saved.act = std::move(act);
+  saved.mlp = std::move(mlp);
   return y;
 }
 
@@ -274,23 +237,9 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     Tensor dfc2 = b.empty(dy.shape(), dy.dtype());
     b.dropout_backward(dy, dfc2, pass.dropout(config_.hidden_dropout),
                        hidden_key(pass, DropoutSite::MlpOut, batch));
-    fc2_.bias_grad(b, dfc2);
-    Tensor dln2;
-    if (fuses_gelu()) {
-      // fc2's data gradient, the GeLU's and fc1's bias gradient in one GEMM (on CUDA).
-      Tensor dfc1 = fc2_.backward_through_gelu(b, parallel::gather_sequence(b, tp_, dfc2),
-                                               saved.act, saved.fc1, fc1_);
-      saved.act = {};
-      saved.fc1 = {};
-      dln2 = parallel::reduce_partial(b, tp_, fc1_.backward_without_bias(b, dfc1, saved.ln2));
-    } else {
-      Tensor dact = fc2_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.act);
-      saved.act = {};
-      Tensor dfc1 = b.empty(saved.fc1.shape(), dy.dtype());
-      activation_backward(b, spec_.mlp.activation, dact, saved.fc1, dfc1);
-      saved.fc1 = {};
-      dln2 = parallel::reduce_partial(b, tp_, fc1_.backward(b, dfc1, saved.ln2));
-    }
+    mlp_.bias_grad(b, dfc2);
+    Tensor dln2 = parallel::reduce_partial(
+        b, tp_, mlp_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.ln2, saved.mlp));
     saved.ln2 = {};
     Tensor dnorm2 = norm2_.backward(b, dln2, memory ? saved.mid2 : saved.mid, saved.norm2);
     b.add(dmid, dnorm2, dmid);

@@ -14,6 +14,7 @@
 #include "model/kv_cache.hpp"
 #include "model/model_config.hpp"
 #include "model/linear.hpp"
+#include "model/mlp.hpp"
 #include "model/norm.hpp"
 #include "model/pass.hpp"
 
@@ -29,8 +30,7 @@ struct BlockActivations {
   tensor::Tensor mid;   // x + dropout(attention projection)
   Norm::Saved norm2;
   tensor::Tensor ln2;  // the whole sequence
-  tensor::Tensor fc1;  // before the activation
-  tensor::Tensor act;  // after it
+  MlpSaved mlp;
   // Decoder blocks: mid2 = mid + dropout(proj(cross(q(norm(mid)), kv(memory)))), the MLP's
   // residual input.
   Norm::Saved norm_x;
@@ -82,11 +82,6 @@ class TransformerBlock {
                           tensor::Tensor* dmemory = nullptr) const;
 
  private:
-  // A tanh-GeLU MLP with an fc1 bias runs fused (Backend::gemm_bias_gelu, gemm_dgelu_bgrad).
-  bool fuses_gelu() const;
-  // fc1 and the activation: returns fc1's output (kept for backward), writes act.
-  tensor::Tensor mlp_forward(tensor::Backend& b, const tensor::Tensor& ln2,
-                             tensor::Tensor& act) const;
   // What the self- and cross-attention cores attend over in `batch`.
   AttentionInputs self_inputs(const Batch& batch) const;
   AttentionInputs cross_inputs(const Batch& batch, const EncoderMemory& memory) const;
@@ -114,15 +109,14 @@ class TransformerBlock {
   const ModelConfig& config_;  // sizes and dropout rates; what the block is made of is spec_
   BlockSpec spec_;
   parallel::TensorParallel tp_;
-  int64_t heads_, groups_, ffn_;  // this rank's
+  int64_t heads_, groups_;  // this rank's
   int64_t layer_;
   AttentionCore self_core_;
   Norm norm1_;
   Linear qkv_;
   Linear proj_;
   Norm norm2_;
-  Linear fc1_;
-  Linear fc2_;
+  Mlp mlp_;
   // Decoder blocks only.
   std::unique_ptr<Norm> norm_x_;
   std::unique_ptr<Linear> xq_, xkv_, xproj_;
