@@ -21,6 +21,7 @@ Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& h
   Plan plan;
   plan.layout = {.tp = x.t, .cp = x.c, .dp = x.D, .pp = x.p, .vpp = x.v, .world = x.world};
   plan.sequence_parallel = x.sp;
+  plan.gradient_bucket_elements = compiled.derived.ddp_bucket_size;
   plan.model = model_config(compiled.recipe, compiled.derived);
   plan.stages = assign_stages(x, chunks);
   plan.layers = plan_layers(plan.model, plan.stages, run_device(compiled.recipe));

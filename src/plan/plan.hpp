@@ -109,6 +109,9 @@ struct Plan {
   std::vector<Stage> stages;
   // Every transformer layer in order: where it runs, what it is made of, which kernels run it.
   std::vector<LayerPlan> layers;
+  // Gradient elements per data-parallel reduction bucket (parallel.ddp_bucket_size, else
+  // Megatron's max(40M, 1M x data-parallel size)).
+  int64_t gradient_bucket_elements = 0;
   Parameters parameters;
   MemoryBreakdown peak_rank;    // the stage whose total is largest
   int64_t peak_stage = 0;

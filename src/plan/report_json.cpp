@@ -54,6 +54,7 @@ nlohmann::json to_json(const Plan& plan, const recipe::CompiledRecipe& compiled)
   std::vector<nlohmann::json> layers;
   for (const LayerPlan& layer : plan.layers) layers.push_back(layer_json(layer));
   out["layers"] = layers;
+  out["gradient_bucket_elements"] = plan.gradient_bucket_elements;
   out["flops"] = {{"model_per_iteration", plan.flops.model_per_iteration},
                   {"hardware_per_iteration", plan.flops.hardware_per_iteration}};
   out["tokens_per_iteration"] = plan.tokens_per_iteration;

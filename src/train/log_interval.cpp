@@ -24,7 +24,7 @@ IterationMetrics LogInterval::take(const RunContext& run, int64_t iteration, int
   const auto& c = run.compiled;
   const double tokens_per_s = double(tokens_) / seconds_;
   const double flops_per_rank =
-      tokens_per_s * run.speed.flops_per_token / double(c.derived.world_size);
+      tokens_per_s * run.speed.flops_per_token / double(run.plan.layout.world);
   IterationMetrics m{.iteration = iteration,
                      .train_iters = c.derived.train_iters,
                      .consumed_samples = consumed,

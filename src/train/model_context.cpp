@@ -13,14 +13,15 @@ namespace {
 // The rank's GPU is made current before MPI starts, since a CUDA-aware MPI opens its context
 // there; SIGTERM, SIGUSR1 and SIGINT (Slurm's time limit, preemption, Ctrl-C) then stop the
 // run at an iteration boundary.
-std::unique_ptr<dist::MpiRuntime> start_job(const recipe::CompiledRecipe& c) {
+std::unique_ptr<dist::MpiRuntime> start_job(const recipe::CompiledRecipe& c,
+                                            const plan::Plan& plan) {
   const auto& r = c.recipe;
   dist::Watchdog::set_timeout(
       std::chrono::milliseconds(int64_t(r.parallel.timeout_minutes * 60000.0)));
   if (plan::run_device(r) == tensor::Device::Cuda)
     tensor::select_cuda_device(run_cuda_device(r, dist::launch_info().local_rank));
   std::unique_ptr<dist::MpiRuntime> mpi;
-  if (c.derived.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
+  if (plan.layout.world > 1) mpi = std::make_unique<dist::MpiRuntime>();
   dist::enable_graceful_stop();
   return mpi;
 }
@@ -50,7 +51,7 @@ ModelContext::ModelContext(const recipe::CompiledRecipe& c, int threads)
     : compiled(c),
       hardware(plan::find_hardware(c.recipe.cluster.hardware)),
       plan(plan::make_plan(c, hardware)),
-      mpi(start_job(c)),
+      mpi(start_job(c, plan)),
       backend(make_run_backend(c.recipe, threads, dist::launch_info().local_rank)),
       groups(make_groups(c, plan, mpi.get(), *backend)),
       config(plan.model),

@@ -68,7 +68,7 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
       lr(lr_schedule(c)),
       batches{.global_batch = c.recipe.training.global_batch_size,
               .micro_batch = c.recipe.training.micro_batch_size,
-              .data_parallel = c.derived.data_parallel,
+              .data_parallel = plan.layout.dp,
               .rampup = c.recipe.training.rampup_batch_size},
       programs(plan, groups.coord.pp),
       speed(model_speed(c, plan, hardware)),
@@ -93,7 +93,7 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
                       .eps = r.training.adam_eps,
                       .weight_decay = r.training.weight_decay,
                       .momentum = r.training.sgd_momentum},
-      r.parallel.distributed_optimizer, c.derived.ddp_bucket_size, config.tie_embeddings);
+      r.parallel.distributed_optimizer, plan.gradient_bucket_elements, config.tie_embeddings);
   resumed = checkpointer->load(*model, *optimizer);
   if (resumed && scaling.dynamic && resumed->dtype == "f16") {
     scaler.restore(resumed->state.loss_scale, resumed->state.growth_tracker,

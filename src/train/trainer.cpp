@@ -61,7 +61,7 @@ void log_start(const RunContext& run) {
                double(whole_model_parameters(run)) / 1e6, tensor::name(config.dtype));
   spdlog::info("{} rank{} on {}: layout tensor {} x pipeline {}{} x data {}{}{}; global batch {} = "
                "{} micro-batches x {}; {} iterations",
-               c.derived.world_size, c.derived.world_size > 1 ? "s" : "",
+               run.plan.layout.world, run.plan.layout.world > 1 ? "s" : "",
                run.backend->description(), g.tp_size, g.pp_size,
                r.parallel.virtual_pipeline > 1
                    ? fmt::format(" (x{} virtual)", r.parallel.virtual_pipeline) : "",

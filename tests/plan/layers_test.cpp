@@ -111,6 +111,7 @@ TEST(PlanLayers, JsonListsEveryLayerWithItsImplementation) {
   EXPECT_EQ(json["layers"][0]["self_attention"]["implementation"],
             "cpu flash attention; generation: cached attention");
   EXPECT_EQ(json["layers"][0]["mlp"]["kind"], "dense");
+  EXPECT_EQ(json["gradient_bucket_elements"].get<int64_t>(), c.derived.ddp_bucket_size);
 }
 
 }  // namespace
