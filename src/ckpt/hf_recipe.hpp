@@ -1,5 +1,5 @@
-// The two directions between a checkpoint's own description of its model and a ModelConfig:
-// the recipe an imported model gets, and the config an exported checkpoint's metadata gives.
+// The recipe an imported Hugging Face model gets: every model key explicit, so that the model
+// it describes (plan::model_config) is the one imported, and export reads it back the same way.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +14,5 @@ namespace megatron::ckpt {
 // it is: mock data, one CPU rank, a short fine-tuning schedule in `dtype`. `source` is named in
 // its opening comment.
 std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::string& source);
-
-// The model a checkpoint holds: meta.model's fields, plus what they leave out taken from
-// meta.recipe (norm epsilon, dropouts, init std; rotary models' positions). `padded_vocab` is
-// the word embedding's row count. UserError for a missing or unreadable field.
-model::ModelConfig gpt_config_from_meta(const CheckpointMeta& meta, int64_t padded_vocab);
 
 }  // namespace megatron::ckpt

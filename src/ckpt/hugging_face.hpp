@@ -25,7 +25,10 @@ namespace megatron::ckpt {
 // SwiGLU's fc1 split into gate/up, GPT-2's Conv1D weights transposed, the vocabulary's
 // padding rows dropped. `dtype` converts the weights (nullopt: the checkpoint's, bitwise).
 // UserError for a model no Hugging Face architecture matches (the message names the field).
-void export_hugging_face(const CheckpointReader& ckpt, const std::filesystem::path& out_dir,
+// `config`: the model the checkpoint's recipe describes (plan::model_config of it, compiled);
+// the checkpoint's word embedding gives the padded vocabulary.
+void export_hugging_face(const CheckpointReader& ckpt, const model::ModelConfig& config,
+                         const std::filesystem::path& out_dir,
                          std::optional<tensor::DType> dtype);
 
 // A Hugging Face directory (config.json and model.safetensors, or shards listed by

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "ckpt/hf_recipe.hpp"
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/raw_elements.hpp"
 #include "core/error.hpp"
@@ -75,13 +74,19 @@ std::vector<std::byte> assemble(const CheckpointReader& ckpt, const HfTensor& hf
 
 }  // namespace
 
-void export_hugging_face(const CheckpointReader& ckpt, const fs::path& out_dir,
-                         std::optional<tensor::DType> dtype) {
+void export_hugging_face(const CheckpointReader& ckpt, const model::ModelConfig& model,
+                         const fs::path& out_dir, std::optional<tensor::DType> dtype) {
   const TensorInfo* embedding = ckpt.find(kModel, "embedding.word_embeddings.weight");
   if (!embedding || embedding->shape.size() != 2) {
     throw UserError(ckpt.dir().string() + ": no word embedding: not a GPT checkpoint");
   }
-  const model::ModelConfig config = gpt_config_from_meta(ckpt.meta(), embedding->shape[0]);
+  model::ModelConfig config = model;
+  config.padded_vocab = embedding->shape[0];
+  if (config.padded_vocab < config.vocab) {
+    throw UserError(fmt::format("{}: the word embedding has {} rows, fewer than the recipe's "
+                                "model.vocab_size {} (damaged checkpoint?)",
+                                ckpt.dir().string(), config.padded_vocab, config.vocab));
+  }
   const HfArch arch = hf_architecture(config);
   const HfLayout layout = hf_layout(arch, config);
   const tensor::DType out_dtype = dtype.value_or(embedding->dtype);

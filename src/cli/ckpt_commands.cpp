@@ -25,8 +25,10 @@
 #include "core/printable.hpp"
 #include "core/progress_line.hpp"
 #include "plan/engine_support.hpp"
+#include "plan/model_config.hpp"
 #include "recipe/enum_names.hpp"
 #include "tensor/tensor.hpp"
+#include "train/checkpoint_job.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -97,10 +99,13 @@ void export_hf(const ConvertArgs& a, std::optional<tensor::DType> dtype) {
   }
   const auto start = std::chrono::steady_clock::now();
   ckpt::CheckpointReader reader(dir);
+  // The model the checkpoint's recipe describes, as every job reads it (plan::model_config).
+  const recipe::CompiledRecipe compiled = train::compile_for_checkpoint(reader.meta(), dir, {});
+  const model::ModelConfig config = plan::model_config(compiled.recipe, compiled.derived);
   const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
   bool tokenizer = false;
   try {
-    ckpt::export_hugging_face(reader, a.save, dtype);
+    ckpt::export_hugging_face(reader, config, a.save, dtype);
     tokenizer = export_hf_tokenizer(reader.meta(), a.save);
   } catch (...) {
     remove_created(created);

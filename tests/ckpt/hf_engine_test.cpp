@@ -379,7 +379,7 @@ void expect_same_function(const model::ModelConfig& c) {
   const test_support::MemorySource src(c, tensor::DType::F32, 17);
   const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, tensor::DType::F32), {},
                                            dir.path() / "original");
-  export_hugging_face(CheckpointReader(ckpt), dir.path() / "hf", std::nullopt);
+  export_hugging_face(CheckpointReader(ckpt), c, dir.path() / "hf", std::nullopt);
   const std::vector<int32_t> tokens{3, 41, 7, 7, 0, 49, 12};
   const HfWeights w(dir.path() / "hf" / "model.safetensors");
   const Matrix want = c.position == recipe::PositionEmbedding::Learned ? gpt2_logits(w, c, tokens)
@@ -416,7 +416,7 @@ TEST(HuggingFaceEngine, T5ExportAndImportComputeT5ForConditionalGenerationsLogit
   const test_support::MemorySource src(c, tensor::DType::F32, 19);
   const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, tensor::DType::F32), {},
                                            dir.path() / "original");
-  export_hugging_face(CheckpointReader(ckpt), dir.path() / "hf", std::nullopt);
+  export_hugging_face(CheckpointReader(ckpt), c, dir.path() / "hf", std::nullopt);
   const std::vector<int32_t> enc{3, 41, 7, 7, 0, 49, 12}, dec{0, 9, 30, 2, 44};
   const Matrix want = t5_logits(HfWeights(dir.path() / "hf" / "model.safetensors"), c, enc, dec);
   const std::vector<float> got = engine_t5_logits(dir.path() / "hf", dir.path() / "imported", enc,
