@@ -44,10 +44,10 @@ double attention_core_forward_flops(const ModelShape& x, LayerKind kind) {
 double output_forward_flops(const ModelShape& x) {
   const double B = x.B, h = x.h, q = static_cast<double>(x.output_tokens());
   if (x.C > 0) {  // one classified token a sequence (after BERT's pooler)
-    return 2 * B * h * static_cast<double>(x.C) + (x.arch == recipe::Arch::Bert ? 2 * B * h * h : 0.0);
+    return 2 * B * h * static_cast<double>(x.C) + (x.pooler ? 2 * B * h * h : 0.0);
   }
   double flops = 2 * B * q * h * static_cast<double>(x.V);       // logits
-  if (x.arch == recipe::Arch::Bert) flops += 2 * B * q * h * h;  // LM head dense
+  if (x.lm_head_transform) flops += 2 * B * q * h * h;  // LM head dense
   return flops;
 }
 

@@ -67,9 +67,7 @@ Count embedding_parameters(const ModelShape& x) {
   // T5 relative positions: the encoder's and the decoder's [buckets, heads] tables, each rank
   // holding its heads' columns (on the first stage, with the embedding).
   if (x.R > 0) out += split(x, mul(2, x.R, x.a));
-  // Megatron's BertModel has token types (sentence A/B) only with the binary head (or a
-  // classifier, which reads sentence pairs).
-  if (x.arch == recipe::Arch::Bert && (x.binary_head || x.C > 0)) out += replicated(mul(2, x.h));
+  if (x.token_types > 0) out += replicated(mul(x.token_types, x.h));
   return out;
 }
 
@@ -78,21 +76,19 @@ Count final_norm_parameters(const ModelShape& x) { return norm(x); }
 Count output_parameters(const ModelShape& x) {
   Count out;
   if (x.C > 0) {  // a classifier replaces the LM head (BERT's after its pooler)
-    if (x.arch == recipe::Arch::Bert) out += replicated(add(mul(x.h, x.h), x.h));
+    if (x.pooler) out += replicated(add(mul(x.h, x.h), x.h));
     out += replicated(add(mul(x.C, x.h), x.C));
     return out;
   }
   if (!x.tied) out += word_embedding(x);  // separate output projection, V x h
-  if (x.arch == recipe::Arch::Bert) {
+  if (x.lm_head_transform) {
     out += replicated(add(mul(x.h, x.h), x.h));  // LM head dense (a plain, replicated Linear)
-    out += norm(x);                      // LM head norm
-    out += split(x, x.V);                // output bias, vocab-parallel
-    if (x.binary_head) {
-      out += replicated(add(mul(x.h, x.h), x.h));  // pooler
-      out += replicated(add(mul(2, x.h), 2));      // next-sentence classifier
-    }
-  } else if (x.arch == recipe::Arch::T5 && x.tied) {
-    out += split(x, x.V);  // LM head bias, vocab-parallel: Megatron's T5LMHead has one when tied
+    out += norm(x);                              // LM head norm
+  }
+  if (x.output_bias) out += split(x, x.V);  // vocab-parallel
+  if (x.binary_head) {
+    out += replicated(add(mul(x.h, x.h), x.h));  // pooler
+    out += replicated(add(mul(2, x.h), 2));      // next-sentence classifier
   }
   return out;
 }

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "core/checked.hpp"
+#include "model/block_spec.hpp"
+#include "plan/model_config.hpp"
 
 namespace megatron::plan {
 namespace {
@@ -17,6 +19,8 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   const recipe::Recipe& r = compiled.recipe;
   const recipe::Derived& dv = compiled.derived;
   ModelShape x;
+  x.model = model_config(r, dv);
+  const model::ModelConfig& m = x.model;
   x.arch = r.model.arch;
   x.B = at_least_one(r.training.global_batch_size);
   x.b = at_least_one(r.training.micro_batch_size);
@@ -55,13 +59,16 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
     x.schedule = recipe::Schedule::OneFOneB;
 
   // Gated units (SwiGLU, GeGLU) double fc1.
-  x.swiglu = r.model.activation == recipe::Activation::Swiglu ||
-             r.model.activation == recipe::Activation::Geglu;
-  x.layernorm = r.model.normalization == recipe::Norm::LayerNorm;
-  x.bias_linear = r.model.add_bias_linear;
-  x.qkv_bias = dv.add_qkv_bias;
-  x.tied = r.model.tie_embeddings;
-  x.binary_head = r.model.bert_binary_head;
+  x.swiglu = model::block_spec(m, 0).mlp.gated();
+  x.layernorm = m.norm == model::NormKind::LayerNorm;
+  x.bias_linear = m.linear_bias;
+  x.qkv_bias = m.qkv_bias;
+  x.tied = m.tie_embeddings;
+  x.binary_head = m.binary_head;
+  x.token_types = m.token_types;
+  x.lm_head_transform = m.lm_head_transform;
+  x.output_bias = m.output_bias;
+  x.pooler = m.pooler;
   x.flash = r.model.flash_attention;
   x.hidden_dropout = r.model.hidden_dropout;
   x.attention_dropout = r.model.attention_dropout;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "model/model_config.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::plan {
@@ -15,6 +16,9 @@ enum class LayerKind { Encoder, Decoder };
 
 struct ModelShape {
   recipe::Arch arch = recipe::Arch::Gpt;
+  // The model as every rank builds it (plan::model_config): the family's rules are read from it
+  // (and each layer's make from model::block_spec of it), never written again here.
+  model::ModelConfig model;
   // Sizes (docs/plan.md, glossary).
   int64_t B = 1;   // global batch (sequences per iteration)
   int64_t b = 1;   // micro batch
@@ -43,7 +47,11 @@ struct ModelShape {
   bool bias_linear = true;  // projection and MLP biases
   bool qkv_bias = true;
   bool tied = true;         // output layer shares the word embedding
-  bool binary_head = true;  // BERT pooler + next-sentence head
+  bool binary_head = true;  // BERT pooler + next-sentence head (not under a classifier)
+  int64_t token_types = 0;  // rows of the token-type embedding
+  bool lm_head_transform = false;  // BERT's dense + norm before the output layer
+  bool output_bias = false;        // a vocab-parallel bias on the logits
+  bool pooler = false;             // a classifier reads token 0 through BERT's pooler
   bool flash = true;        // attention core keeps no s x s matrices
   double hidden_dropout = 0;
   double attention_dropout = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/block_spec.hpp"
+
 namespace megatron::plan {
 namespace {
 
@@ -48,7 +50,6 @@ StageWork stage_work(const ModelShape& x, const Stage& stage) {
   const double a = static_cast<double>(x.a), g = static_cast<double>(x.g);
   const double d = static_cast<double>(x.d), F = static_cast<double>(x.F);
   const double e = x.e();
-  const bool rotary = x.P == 0 && x.arch != recipe::Arch::T5 && x.arch != recipe::Arch::Bert;
   const int64_t full_recompute =
       x.recompute == recipe::Recompute::Full
           ? std::min<int64_t>(x.recompute_layers, static_cast<int64_t>(stage.layers.size()))
@@ -56,6 +57,7 @@ StageWork stage_work(const ModelShape& x, const Stage& stage) {
 
   for (std::size_t i = 0; i < stage.layers.size(); ++i) {
     const LayerKind kind = x.kind(stage.layers[i]);
+    const model::BlockSpec spec = model::block_spec(x.model, stage.layers[i]);
     const double seq = static_cast<double>(x.tokens(kind));
     const LayerSizes n{b * seq / c, x.sp ? b * seq / c / t : b * seq / c};
     const bool recomputed = static_cast<int64_t>(i) < full_recompute;
@@ -65,10 +67,10 @@ StageWork stage_work(const ModelShape& x, const Stage& stage) {
 
     linear(w, n.T, h, (a * d + 2 * g * d) / t, passes);
     attention(w, x, {b * a / t, seq / c, seq, d,
-                     x.arch == recipe::Arch::Gpt || kind == LayerKind::Decoder,
+                     spec.self_attention.mask == tensor::AttentionMask::Causal,
                      attention_passes, 1});
     linear(w, n.T, a * d / t, h, passes);
-    if (kind == LayerKind::Decoder) {  // cross-attention over the encoder output
+    if (spec.cross_attention) {  // over the encoder output
       const double encoder_tokens = b * static_cast<double>(x.s) / c;
       linear(w, n.T, h, a * d / t, passes);
       linear(w, encoder_tokens, h, 2 * g * d / t, passes);
@@ -83,7 +85,7 @@ StageWork stage_work(const ModelShape& x, const Stage& stage) {
     // (3 each) and the rest on Ts x h; the activation on T x F/t; rotary on the queries and
     // keys. A backward pass moves about twice a forward's (dy and x in, dx out).
     double forward = 10 * n.Ts * h * e + (x.swiglu ? 3 : 2) * n.T * F / t * e;
-    if (rotary) forward += 2 * n.T * (a + g) * d / t * e;
+    if (spec.self_attention.rotary) forward += 2 * n.T * (a + g) * d / t * e;
     if (kind == LayerKind::Decoder) forward += 5 * n.Ts * h * e;
     w.memory_bytes += forward * (passes + 2);
     const double ops_forward = kind == LayerKind::Decoder ? 18 : 12;
@@ -103,7 +105,7 @@ StageWork stage_work(const ModelShape& x, const Stage& stage) {
     if (x.C > 0) {
       linear(w, b, h, static_cast<double>(x.C), 1);
     } else {
-      if (x.arch == recipe::Arch::Bert) linear(w, out_tokens, h, h, 1);
+      if (x.lm_head_transform) linear(w, out_tokens, h, h, 1);
       linear(w, out_tokens, h, static_cast<double>(x.V) / t, 1);
       // The loss reads the f32 logits once forward; backward reads them and writes their
       // gradient.
