@@ -180,14 +180,7 @@ void convert(const ConvertArgs& a) {
   ckpt::RewriteProgress progress;
   if (!a.quiet) {
     progress = [&](int64_t done, int64_t total) {
-      const double s = seconds();
-      const double rate = s > 0 ? double(done) / s : 0.0;
-      const double eta = rate > 0 ? double(total - done) / rate : 0.0;
-      const int width = 30, filled = total ? int(width * done / total) : width;
-      line(fmt::format("convert [{}{}] {}/{} tensor shards, {:.1f}/s, ETA {:.0f} s",
-                       std::string(size_t(filled), '#'), std::string(size_t(width - filled), '.'),
-                       done, total, rate, eta),
-           s, done == total);
+      line.count("convert", done, total, "tensor shards", seconds());
     };
   }
   fs::path written;

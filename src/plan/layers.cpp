@@ -63,6 +63,30 @@ std::string describe(const model::BlockSpec& spec) {
                      recipe::name_of(spec.norm));
 }
 
+std::string layer_runs(const std::vector<LayerPlan>& layers) {
+  auto same = [](const LayerPlan& a, const LayerPlan& b) {
+    return a.spec == b.spec && a.self_attention == b.self_attention &&
+           a.cross_attention == b.cross_attention;
+  };
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i + 1;
+    while (j < layers.size() && layers[j].layer == layers[j - 1].layer + 1 &&
+           same(layers[i], layers[j]))
+      ++j;
+    const LayerPlan& first = layers[i];
+    const std::string which = j - i == 1 ? fmt::format("layer {}", first.layer)
+                                         : fmt::format("layers {}-{}", first.layer,
+                                                       layers[j - 1].layer);
+    out += fmt::format("  {}: {}\n    attention: {}\n", which, describe(first.spec),
+                       first.self_attention);
+    if (!first.cross_attention.empty())
+      out += fmt::format("    cross-attention: {}\n", first.cross_attention);
+    i = j;
+  }
+  return out;
+}
+
 nlohmann::json layer_json(const LayerPlan& layer) {
   nlohmann::json out = {
       {"layer", layer.layer},

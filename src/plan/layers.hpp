@@ -31,5 +31,8 @@ std::vector<LayerPlan> plan_layers(const model::ModelConfig& config,
 // "causal self-attention with rotary positions, swiglu MLP, rmsnorm": what the layer computes.
 std::string describe(const model::BlockSpec& spec);
 nlohmann::json layer_json(const LayerPlan& layer);
+// `layers` (in order) in runs of consecutive layers of the same make and kernels, a paragraph
+// each: "  layers 0-11: <describe>\n    attention: <implementation>\n" (and cross-attention's).
+std::string layer_runs(const std::vector<LayerPlan>& layers);
 
 }  // namespace megatron::plan

@@ -45,30 +45,6 @@ std::string layer_list(const std::vector<int64_t>& layers) {
   return fmt::format("layers {}-{}", layers.front(), layers.back());
 }
 
-// The stage's layers in runs of the same make and kernels, one paragraph each.
-void print_layers(std::ostream& out, const Plan& plan, int64_t stage) {
-  std::vector<const LayerPlan*> held;
-  for (const LayerPlan& layer : plan.layers)
-    if (layer.stage == stage) held.push_back(&layer);
-  auto same = [](const LayerPlan& a, const LayerPlan& b) {
-    return a.spec == b.spec && a.self_attention == b.self_attention &&
-           a.cross_attention == b.cross_attention;
-  };
-  for (size_t i = 0; i < held.size();) {
-    size_t j = i + 1;
-    while (j < held.size() && held[j]->layer == held[j - 1]->layer + 1 && same(*held[i], *held[j]))
-      ++j;
-    const LayerPlan& first = *held[i];
-    const std::vector<int64_t> run{first.layer, held[j - 1]->layer};
-    out << fmt::format("  {}: {}\n", layer_list(j - i == 1 ? std::vector<int64_t>{first.layer} : run),
-                       describe(first.spec));
-    out << fmt::format("    attention: {}\n", first.self_attention);
-    if (!first.cross_attention.empty())
-      out << fmt::format("    cross-attention: {}\n", first.cross_attention);
-    i = j;
-  }
-}
-
 }  // namespace
 
 std::string render_rank(const Plan& plan, int64_t rank) {
@@ -81,7 +57,10 @@ std::string render_rank(const Plan& plan, int64_t rank) {
   for (size_t c = 0; c < v.stage->chunks.size(); ++c)
     out << fmt::format("  chunk {} (model chunk {}): {}\n", c, int64_t(c) * l.pp + v.at.pp,
                        layer_list(v.stage->chunks[c]));
-  print_layers(out, plan, v.at.pp);
+  std::vector<LayerPlan> held;
+  for (const LayerPlan& layer : plan.layers)
+    if (layer.stage == v.at.pp) held.push_back(layer);
+  out << layer_runs(held);
   if (v.stage->has_embedding) out << "  embedding: yes\n";
   if (v.stage->has_output_layer) out << "  output layer and loss: yes\n";
   out << fmt::format(

@@ -87,6 +87,7 @@ void layout_section(std::ostringstream& out, const Plan& plan,
     line.erase(line.find_last_not_of(' ') + 1);  // stages holding neither end have no "holds"
     out << line << "\n";
   }
+  out << layer_runs(plan.layers);
 }
 
 void parameters_section(std::ostringstream& out, const Plan& plan) {

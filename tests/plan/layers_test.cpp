@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "plan/plan.hpp"
@@ -99,6 +101,18 @@ TEST(PlanLayers, RankReportPrintsTheRanksLayersInRuns) {
                               "    attention: cpu attention over each head's score rows\n"));
   EXPECT_THAT(text, HasSubstr("cross-attention over the encoder output"));
   EXPECT_THAT(text, HasSubstr("    cross-attention: cpu attention over each head's score rows\n"));
+}
+
+TEST(PlanLayers, TheTextReportListsTheModelsLayersInRuns) {
+  const recipe::CompiledRecipe c = recipe::compile(
+      std::string(MEGATRON_SOURCE_DIR) + "/recipes/gpt-tiny.yaml",
+      {.overrides = {"cluster.hardware=cpu", "parallel.pipeline=2"}, .world_from_layout = true});
+  const std::string text = render_text(make_plan(c, find_hardware("cpu")), c);
+  // One run over both stages: the layers are alike wherever they live.
+  EXPECT_THAT(text, HasSubstr(fmt::format("  layers 0-{}: causal self-attention, gelu MLP, "
+                                          "layernorm\n    attention: cpu flash attention; "
+                                          "generation: cached attention\n",
+                                          c.recipe.model.num_layers - 1)));
 }
 
 TEST(PlanLayers, JsonListsEveryLayerWithItsImplementation) {
