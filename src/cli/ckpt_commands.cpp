@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/describe.hpp"
 #include "ckpt/directory.hpp"
 #include "ckpt/hf_tokenizer.hpp"
 #include "ckpt/hugging_face.hpp"
@@ -209,50 +210,8 @@ void convert(const ConvertArgs& a) {
 }
 
 void inspect(const std::string& path, bool show_recipe) {
-  const fs::path dir = checkpoint_at(path);
-  ckpt::CheckpointReader reader(dir);
-  const ckpt::CheckpointMeta& m = reader.meta();
-  if (show_recipe) {
-    std::cout << m.recipe;
-    return;
-  }
-  const auto& l = m.layout;
-  std::cout << fmt::format("checkpoint {}\n", dir.string());
-  std::cout << fmt::format("  iteration {}, {} samples consumed, {} skipped, {} optimizer steps\n",
-                           m.state.iteration, m.state.consumed_samples, m.state.skipped_iterations,
-                           m.state.optimizer_steps);
-  std::cout << fmt::format("  saved under tensor {} x pipeline {}{} x data {}{}{} ({} ranks)\n",
-                           l.tensor, l.pipeline,
-                           l.virtual_pipeline > 1 ? fmt::format(" (x{} virtual)", l.virtual_pipeline) : "",
-                           l.data, l.sequence_parallel ? ", sequence parallel" : "",
-                           l.distributed_optimizer ? ", distributed optimizer" : "", l.world);
-  std::cout << fmt::format("  weights {}, optimizer {}, loss scale {}, seed {}\n", m.dtype,
-                           m.optimizer, m.state.loss_scale, m.seed);
-  std::cout << fmt::format("  written {} by megatron {}\n", m.created, m.version);
-  std::cout << "model:\n";
-  for (const auto& [k, v] : m.model) std::cout << fmt::format("  {}: {}\n", k, v);
-  if (!m.overrides.empty()) {
-    std::cout << "overrides:\n";
-    size_t at = 0;
-    while (at < m.overrides.size()) {
-      const size_t end = m.overrides.find('\n', at);
-      std::cout << "  " << m.overrides.substr(at, end - at) << "\n";
-      at = end == std::string::npos ? m.overrides.size() : end + 1;
-    }
-  }
-  std::cout << "tensors:\n";
-  int64_t bytes = 0;
-  for (const ckpt::TensorInfo& t : reader.tensors()) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    bytes += n * int64_t(tensor::size_of(t.dtype));
-    std::cout << fmt::format("  {}/{} {} {} (split {}{})\n", t.kind, t.name, tensor::to_string(t.shape),
-                             tensor::name(t.dtype), ckpt::split_name(t.split),
-                             t.parts > 1 ? fmt::format(", {} parts", t.parts) : "");
-  }
-  std::cout << fmt::format("{} tensors, {:.1f} MiB (megatron ckpt inspect --recipe prints the "
-                           "recipe)\n",
-                           reader.tensors().size(), double(bytes) / 1048576.0);
+  const ckpt::CheckpointReader reader(checkpoint_at(path));
+  std::cout << (show_recipe ? reader.meta().recipe : ckpt::describe(reader));
 }
 
 }  // namespace
