@@ -31,7 +31,6 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
     : config_(c),
       spec_(spec),
       tp_(params.tp()),
-      heads_(tp_.shard(c.heads)),
       groups_(tp_.shard(c.groups)),
       layer_(layer),
       self_core_(spec.self_attention, heads_of(c, tp_), rotary_of(c), c.attention_dropout, layer,

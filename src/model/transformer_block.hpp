@@ -109,7 +109,7 @@ class TransformerBlock {
   const ModelConfig& config_;  // sizes and dropout rates; what the block is made of is spec_
   BlockSpec spec_;
   parallel::TensorParallel tp_;
-  int64_t heads_, groups_;  // this rank's
+  int64_t groups_;  // key/value heads on this rank (the cache holds them)
   int64_t layer_;
   AttentionCore self_core_;
   Norm norm1_;

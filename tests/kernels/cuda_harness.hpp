@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/finite_difference.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/cuda_backend.hpp"
 #include "tensor/host_io.hpp"
@@ -27,12 +28,9 @@ using tensor::DType;
 using tensor::Shape;
 using tensor::Tensor;
 
+// N(0, scale^2) draws from `seed`: the op harness's, so both draw the same inputs.
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
+  return random_values(n, seed, scale);
 }
 
 // Relative tolerance for a result computed in f32 from inputs stored in `dtype` and written
