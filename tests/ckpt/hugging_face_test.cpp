@@ -389,6 +389,22 @@ void expect_user_error(const std::function<void()>& f, const std::vector<std::st
   }
 }
 
+// The recipe's vocabulary must fit the checkpoint's embedding: a recipe damaged to a larger
+// one would read rows past the tensor.
+TEST(HuggingFaceExport, ARecipeVocabularyLargerThanTheEmbeddingIsRefusedAndNothingIsWritten) {
+  test_support::TempDir dir;
+  const model::ModelConfig c = test_support::hf_tiny_llama();
+  const MemorySource src(c, DType::F32);
+  const fs::path ckpt = rewrite_checkpoint(src, test_support::hf_meta(c, DType::F32), {},
+                                           dir.path() / "ckpt");
+  model::ModelConfig damaged = c;
+  damaged.vocab = c.padded_vocab + 1;
+  expect_user_error(
+      [&] { export_hugging_face(CheckpointReader(ckpt), damaged, dir.path() / "hf", {}); },
+      {"the word embedding has 128 rows, fewer than the recipe's model.vocab_size 129"});
+  EXPECT_FALSE(fs::exists(dir.path() / "hf" / "model.safetensors"));
+}
+
 TEST(HuggingFaceExport, ModelsNoArchitectureMatchesAreUserErrorsNamingTheField) {
   model::ModelConfig rms_learned = test_support::hf_tiny_gpt2();
   rms_learned.norm = recipe::Norm::RmsNorm;

@@ -8,6 +8,7 @@
 #include "model/model_config.hpp"
 #include "model/parameter.hpp"
 #include "model/transformer_block.hpp"
+#include "model/tiny_gpt.hpp"
 
 namespace megatron::ops_test {
 
@@ -18,21 +19,14 @@ inline model::BlockSpec block_spec_for(const model::ModelConfig& config, int64_t
   return model::block_spec(config, layer);
 }
 
-// GPT: LayerNorm, erf-GeLU, biases, learned positions (the embedding's). H 8, NH 2, HD 4, F 12,
-// V 11 padded to 16: small enough that finite differences over a block cost milliseconds.
+// GPT: the model tests' tiny GPT (LayerNorm, erf-GeLU, biases, learned positions; H 8, NH 2,
+// HD 4, F 12, V 11 padded to 16, no dropout: finite differences need a deterministic forward)
+// as one layer over 4 tokens, so that finite differences over a block cost milliseconds.
 inline model::ModelConfig gpt_config() {
-  return {.num_layers = 1,
-          .hidden = 8,
-          .heads = 2,
-          .groups = 2,
-          .head_dim = 4,
-          .ffn = 12,
-          .vocab = 11,
-          .padded_vocab = 16,
-          .seq_length = 4,
-          .max_positions = 6,
-          .hidden_dropout = 0.0,  // finite differences need a deterministic forward
-          .attention_dropout = 0.0};
+  model::ModelConfig c = test_support::tiny_gpt_config();
+  c.num_layers = 1;
+  c.seq_length = 4;
+  return c;
 }
 
 // Llama-style: RMSNorm, SwiGLU, rotary, grouped-query attention (NH 4 over G 2), no biases.
