@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "plan/placement.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/from_megatron.hpp"
 
@@ -34,7 +35,7 @@ void check_compiles(const std::string& yaml) {
   std::ofstream(file) << yaml;
   std::string error;
   try {
-    recipe::compile(file);
+    plan::place(recipe::compile(file));
   } catch (const UserError& e) {
     error = e.what();
   }

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "plan/placement.hpp"
 #include "recipe/compile.hpp"
 #include "recipe/render.hpp"
 
@@ -24,7 +25,8 @@ void add_recipe_commands(CLI::App& app, Actions& actions) {
   actions.emplace_back(show, [show_args] {
     recipe::CompileOptions options;
     options.overrides = show_args->overrides;
-    std::cout << recipe::render_yaml(recipe::compile(show_args->file, options));
+    const recipe::CompiledRecipe compiled = recipe::compile(show_args->file, options);
+    std::cout << recipe::render_yaml(compiled, plan::place(compiled).log);
   });
 
   auto format = std::make_shared<std::string>("json");

@@ -73,7 +73,7 @@ void require_one_rank(const std::string& file, const recipe::CompileOptions& opt
   own.world_size.reset();
   own.world_from_layout = true;
   const recipe::CompiledRecipe wanted = recipe::compile(file, own);
-  if (wanted.derived.world_size != 1) throw train::wrong_rank_count(wanted, 1);
+  if (wanted.world_size != 1) throw train::wrong_rank_count(wanted, 1);
 }
 
 void run(RunArgs args) {

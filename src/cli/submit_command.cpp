@@ -14,6 +14,7 @@
 #include "launch/run_dir.hpp"
 #include "launch/sbatch_script.hpp"
 #include "launch/subprocess.hpp"
+#include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
 #include "train/trainer.hpp"
 
@@ -71,6 +72,8 @@ void submit(const SubmitArgs& args) {
   // The world is the cluster section's nodes x GPUs per node: the layout must fill it.
   const recipe::CompiledRecipe compiled =
       recipe::compile(args.file, recipe::CompileOptions{.overrides = args.overrides});
+  // What `megatron run` would refuse is refused before it waits in the queue.
+  plan::check_engine_support(compiled);
   const recipe::Recipe& r = compiled.recipe;
   if (r.cluster.requeue && !r.checkpoint.save) {
     throw UserError(args.file + ": cluster.requeue is on but checkpoint.save is unset, so a "

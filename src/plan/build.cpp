@@ -15,13 +15,15 @@
 
 namespace megatron::plan {
 
-Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware) {
-  const ModelShape x = shape_of(compiled);
-  const Chunks chunks = model_chunks(x, compiled.derived.layers_per_chunk);
+Plan build_plan(const recipe::CompiledRecipe& compiled, const Placement& placement,
+                const HardwareProfile& hardware) {
+  const ModelShape x = shape_of(compiled, placement);
+  const Chunks chunks = model_chunks(x, placement.layers_per_chunk);
   Plan plan;
   plan.layout = {.tp = x.t, .cp = x.c, .dp = x.D, .pp = x.p, .vpp = x.v, .world = x.world};
   plan.sequence_parallel = x.sp;
-  plan.gradient_bucket_elements = compiled.derived.ddp_bucket_size;
+  plan.gradient_bucket_elements = placement.bucket_elements;
+  plan.derivations = placement.log;
   plan.model = model_config(compiled.recipe, compiled.derived);
   plan.stages = assign_stages(x, chunks);
   plan.layers = plan_layers(plan.model, plan.stages, run_device(compiled.recipe));

@@ -4,11 +4,13 @@
 #pragma once
 
 #include "plan/hardware.hpp"
+#include "plan/placement.hpp"
 #include "plan/plan.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::plan {
 
-Plan build_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware);
+Plan build_plan(const recipe::CompiledRecipe& compiled, const Placement& placement,
+                const HardwareProfile& hardware);
 
 }  // namespace megatron::plan

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "plan/hardware.hpp"
+#include "plan/placement.hpp"
 #include "plan/hardware_file.hpp"
 #include "model/block_spec.hpp"
 #include "plan/model_config.hpp"
@@ -74,7 +75,7 @@ void check_eval_layout(const recipe::CompiledRecipe& c) {
 void check_generation_layout(const recipe::CompiledRecipe& c) {
   const recipe::ParallelSection& p = c.recipe.parallel;
   if (p.pipeline != 1 || p.context != 1 || p.sequence_parallel ||
-      p.tensor != c.derived.world_size) {
+      p.tensor != c.world_size) {
     throw UserError("generation splits the model over every rank by tensor parallelism: leave "
                     "parallel.tensor, pipeline, context and sequence_parallel as they are");
   }
@@ -88,6 +89,8 @@ void check_engine_support(const recipe::CompiledRecipe& c, Job job) {
     case Job::Eval: check_eval_layout(c); break;
     case Job::Generate: check_generation_layout(c); break;
   }
+  // Then the layout on the world: the job's own rules above name the key more precisely.
+  place(c);
   // Every layer's attention, as the backend of the run's device answers for it (the layers of a
   // stack share their spec: the first encoder and the first decoder layer speak for all).
   const model::ModelConfig config = model_config(c.recipe, c.derived);

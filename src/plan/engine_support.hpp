@@ -30,7 +30,7 @@ enum class Job { Train, Eval, Generate };
 // - eval: context and sequence parallelism, and a tensor-parallel split that leaves the last rank
 //   none of the scored vocabulary;
 // - generation: any layout but tensor parallelism over every rank;
-// - every job: a layer whose attention the device's backend cannot run (tensor::attention_support:
+// - every job: a layout that does not fit the world (plan::place), and a layer whose attention the device's backend cannot run (tensor::attention_support:
 //   on CUDA, heads wider than the attention kernels' 128 channels).
 void check_engine_support(const recipe::CompiledRecipe& compiled, Job job = Job::Train);
 

@@ -47,7 +47,9 @@ model::ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Deri
       .dtype = model_dtype(recipe.precision.dtype),
       .recompute = recipe.training.recompute,
       .recompute_layers = recipe.training.recompute == recipe::Recompute::Full
-                              ? derived.recompute_num_layers
+                              // Unset: every layer of any stage (the count is per stage).
+                              ? recipe.training.recompute_num_layers.value_or(
+                                    m.num_layers + derived.decoder_num_layers)
                               : 0,
       .causal = !bert && !t5,
       .encoder_decoder = t5,

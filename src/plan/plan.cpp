@@ -5,15 +5,17 @@
 
 #include "core/error.hpp"
 #include "plan/build.hpp"
+#include "plan/placement.hpp"
 #include "plan/suggestions.hpp"
 #include "recipe/checks.hpp"
 
 namespace megatron::plan {
 
 Plan make_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware) {
+  const Placement placement = place(compiled);
   Plan plan;
   try {
-    plan = build_plan(compiled, hardware);
+    plan = build_plan(compiled, placement, hardware);
   } catch (const UserError& e) {
     // The planner's only errors are checked products of the model's sizes that pass 64 bits;
     // the hidden size is in all of them, so that is the line to point at.

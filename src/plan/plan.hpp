@@ -112,6 +112,9 @@ struct Plan {
   // Gradient elements per data-parallel reduction bucket (parallel.ddp_bucket_size, else
   // Megatron's max(40M, 1M x data-parallel size)).
   int64_t gradient_bucket_elements = 0;
+  // How the layout was placed on the world (plan::place): data parallelism, micro-batches,
+  // schedule, layers per stage, each with its arithmetic; after the recipe's own derivations.
+  std::vector<recipe::Derivation> derivations;
   Parameters parameters;
   MemoryBreakdown peak_rank;    // the stage whose total is largest
   int64_t peak_stage = 0;
@@ -123,8 +126,9 @@ struct Plan {
   Generation generation;  // zero for models that do not generate (BERT, T5)
 };
 
-// The planner's one entry point, for `megatron plan` and every job alike. A size that overflows
-// is a UserError at the recipe's model.hidden_size; a plan that does not fit carries suggestions.
+// The planner's one entry point, for `megatron plan` and every job alike. A layout that does not
+// fit the world is a UserError at the key to change (plan::place); a size that overflows is one
+// at the recipe's model.hidden_size; a plan that does not fit carries suggestions.
 Plan make_plan(const recipe::CompiledRecipe& compiled, const HardwareProfile& hardware);
 
 }  // namespace megatron::plan

@@ -175,15 +175,15 @@ void estimate_section(std::ostringstream& out, const Plan& plan,
 }  // namespace
 
 // What the recipe implied, with the arithmetic, so a surprising plan can be traced back.
-void derived_section(std::ostream& out, const recipe::CompiledRecipe& compiled) {
+void derived_section(std::ostream& out, const Plan& plan, const recipe::CompiledRecipe& compiled) {
   out << "Derived from " << compiled.file << "\n";
-  for (const auto& d : compiled.derived.log)
-    out << "  " << d.name << ": " << d.value << "  (" << d.how << ")\n";
+  for (const auto* log : {&compiled.derived.log, &plan.derivations})
+    for (const auto& d : *log) out << "  " << d.name << ": " << d.value << "  (" << d.how << ")\n";
 }
 
 std::string render_text(const Plan& plan, const recipe::CompiledRecipe& compiled) {
   std::ostringstream out;
-  derived_section(out, compiled);
+  derived_section(out, plan, compiled);
   out << "\n";
   layout_section(out, plan, compiled);
   out << "\n";

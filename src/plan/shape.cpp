@@ -15,7 +15,7 @@ int64_t at_least_one(int64_t value) { return std::max<int64_t>(value, 1); }
 
 }  // namespace
 
-ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
+ModelShape shape_of(const recipe::CompiledRecipe& compiled, const Placement& placement) {
   const recipe::Recipe& r = compiled.recipe;
   const recipe::Derived& dv = compiled.derived;
   ModelShape x;
@@ -48,12 +48,12 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   x.p = at_least_one(r.parallel.pipeline);
   x.v = at_least_one(r.parallel.virtual_pipeline);
   x.c = at_least_one(r.parallel.context);
-  x.D = at_least_one(dv.data_parallel);
-  x.m = at_least_one(dv.num_microbatches);
+  x.D = at_least_one(placement.data_parallel);
+  x.m = at_least_one(placement.microbatches);
   const std::string_view world = "the world size (tensor x pipeline x context x data)";
   x.world = checked_mul(checked_mul(checked_mul(x.t, x.p, world), x.c, world), x.D, world);
   x.gpus_per_node = at_least_one(r.cluster.gpus_per_node);
-  x.schedule = dv.schedule;
+  x.schedule = placement.schedule;
   // One chunk per stage is plain 1F1B whatever the name says (Megatron does the same).
   if (x.schedule == recipe::Schedule::Interleaved && x.v == 1)
     x.schedule = recipe::Schedule::OneFOneB;
@@ -79,7 +79,7 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled) {
   if (x.recompute == recipe::Recompute::Full)
     // 0 under full recompute can only mean "not derived": recompute every layer of the stage.
     x.recompute_layers =
-        dv.recompute_num_layers > 0 ? dv.recompute_num_layers : std::numeric_limits<int64_t>::max();
+        placement.recompute_layers > 0 ? placement.recompute_layers : std::numeric_limits<int64_t>::max();
   x.dtype = r.precision.dtype;
   x.optimizer = r.training.optimizer;
   x.sgd_momentum = r.training.sgd_momentum;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "model/model_config.hpp"
+#include "plan/placement.hpp"
 #include "recipe/compile.hpp"
 
 namespace megatron::plan {
@@ -79,6 +80,6 @@ struct ModelShape {
   int64_t norm_params() const { return layernorm ? 2 * h : h; }
 };
 
-ModelShape shape_of(const recipe::CompiledRecipe& compiled);
+ModelShape shape_of(const recipe::CompiledRecipe& compiled, const Placement& placement);
 
 }  // namespace megatron::plan

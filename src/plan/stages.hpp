@@ -12,7 +12,7 @@ namespace megatron::plan {
 
 // Global layer indices of each model chunk, indexed [chunk * p + stage]. Layers are numbered
 // chunk by chunk in model order: chunk 0 of stages 0..p-1, then chunk 1 of stages 0..p-1, ...
-// `layers_per_chunk` is derived.layers_per_chunk; when it does not describe p*v chunks holding
+// `layers_per_chunk` is Placement::layers_per_chunk; when it does not describe p*v chunks holding
 // every layer, the layers are split evenly (the first chunks take the remainder).
 using Chunks = std::vector<std::vector<int64_t>>;
 Chunks model_chunks(const ModelShape& x, const std::vector<int64_t>& layers_per_chunk);

@@ -17,62 +17,74 @@ namespace {
 
 using recipe::CompiledRecipe;
 
-struct Candidate {
-  std::string change;
+// A what-if recipe as the planner would run it.
+struct Placed {
   CompiledRecipe compiled;
+  Placement placement;
+  Plan plan(const HardwareProfile& hardware) const {
+    return build_plan(compiled, placement, hardware);
+  }
 };
 
-// Re-derives `compiled` after its recipe changed, through the recipe compiler itself, so the
-// what-if plans obey exactly the rules a real recipe would; nullopt when the change is invalid.
-std::optional<CompiledRecipe> rederived(CompiledRecipe compiled, int64_t world) {
+struct Candidate {
+  std::string change;
+  Placed placed;
+};
+
+// Re-derives and re-places `compiled` after its recipe changed, through the recipe compiler and
+// the placer themselves, so the what-if plans obey exactly the rules a real recipe would; nullopt
+// when the change is invalid.
+std::optional<Placed> rederived(CompiledRecipe compiled, int64_t world) {
   try {
     const recipe::Locator where(compiled.provenance, compiled.file);
-    compiled.derived = recipe::derive(compiled.recipe, where, world);
+    compiled.derived = recipe::derive(compiled.recipe, where);
+    compiled.world_size = world;
+    Placement placement = place(compiled);
+    return Placed{std::move(compiled), std::move(placement)};
   } catch (const UserError&) {
     return std::nullopt;
   }
-  return compiled;
 }
 
 // The recipe with tensor x pipeline changed: keeps the world when the new replica divides it,
 // else keeps the data-parallel size and says how many GPUs that takes.
-std::optional<Candidate> with_layout(const CompiledRecipe& base, int64_t tensor, int64_t pipeline,
+std::optional<Candidate> with_layout(const Placed& base, int64_t tensor, int64_t pipeline,
                                      const std::string& change) {
-  CompiledRecipe changed = base;
+  CompiledRecipe changed = base.compiled;
   recipe::Recipe& r = changed.recipe;
   r.parallel.tensor = tensor;
   r.parallel.pipeline = pipeline;
   r.parallel.data.reset();
   r.parallel.layers_per_stage.clear();
-  int64_t world = base.derived.world_size;
+  int64_t world = base.compiled.world_size;
   std::string gpus;
   try {
     const std::string_view what = "the ranks of a candidate layout";
     const int64_t replica =
         checked_mul(checked_mul(tensor, pipeline, what), r.parallel.context, what);
     if (world % replica != 0) {
-      world = checked_mul(replica, base.derived.data_parallel, what);
+      world = checked_mul(replica, base.placement.data_parallel, what);
       gpus = fmt::format(" on {} GPUs", world);
     }
   } catch (const UserError&) {
     return std::nullopt;  // a layout too large to count is no suggestion
   }
-  auto compiled = rederived(std::move(changed), world);
-  if (!compiled) return std::nullopt;
-  return Candidate{change + gpus, std::move(*compiled)};
+  auto placed = rederived(std::move(changed), world);
+  if (!placed) return std::nullopt;
+  return Candidate{change + gpus, std::move(*placed)};
 }
 
-std::optional<Candidate> with_recipe(const CompiledRecipe& base, const std::string& change,
+std::optional<Candidate> with_recipe(const Placed& base, const std::string& change,
                                      const std::function<void(recipe::Recipe&)>& edit) {
-  CompiledRecipe changed = base;
+  CompiledRecipe changed = base.compiled;
   edit(changed.recipe);
-  auto compiled = rederived(std::move(changed), base.derived.world_size);
-  if (!compiled) return std::nullopt;
-  return Candidate{change, std::move(*compiled)};
+  auto placed = rederived(std::move(changed), base.compiled.world_size);
+  if (!placed) return std::nullopt;
+  return Candidate{change, std::move(*placed)};
 }
 
-std::vector<Candidate> candidates(const CompiledRecipe& base, const Plan& plan) {
-  const recipe::Recipe& r = base.recipe;
+std::vector<Candidate> candidates(const Placed& base, const Plan& plan) {
+  const recipe::Recipe& r = base.compiled.recipe;
   const Layout& layout = plan.layout;
   std::vector<std::optional<Candidate>> out;
 
@@ -112,8 +124,9 @@ std::vector<std::string> suggest_fixes(const recipe::CompiledRecipe& compiled,
   const double now = plan.peak_rank.total();
   bool one_fits = false;
   std::vector<std::pair<double, std::string>> savings;
-  for (const Candidate& candidate : candidates(compiled, plan)) {
-    const Plan other = build_plan(candidate.compiled, hardware);
+  Placed combined{compiled, place(compiled)};
+  for (const Candidate& candidate : candidates(combined, plan)) {
+    const Plan other = candidate.placed.plan(hardware);
     const double then = other.peak_rank.total();
     if (!helps(then, now)) continue;
     one_fits = one_fits || then <= hardware.memory_bytes;
@@ -125,16 +138,15 @@ std::vector<std::string> suggest_fixes(const recipe::CompiledRecipe& compiled,
 
   // No single change is enough: apply the ones that help, biggest saving first, until it fits.
   std::sort(savings.begin(), savings.end());
-  CompiledRecipe combined = compiled;
   std::string changes;
   for (const auto& [then, change] : savings) {
     std::optional<Candidate> next;
-    for (Candidate& c : candidates(combined, build_plan(combined, hardware)))
+    for (Candidate& c : candidates(combined, combined.plan(hardware)))
       if (c.change.starts_with(change.substr(0, change.find('=')))) next = std::move(c);
     if (!next) continue;
-    const Plan trial = build_plan(next->compiled, hardware);
-    if (!helps(trial.peak_rank.total(), build_plan(combined, hardware).peak_rank.total())) continue;
-    combined = std::move(next->compiled);
+    const Plan trial = next->placed.plan(hardware);
+    if (!helps(trial.peak_rank.total(), combined.plan(hardware).peak_rank.total())) continue;
+    combined = std::move(next->placed);
     changes += (changes.empty() ? "" : " ") + next->change;
     if (trial.peak_rank.total() <= hardware.memory_bytes) {
       out.push_back(fmt::format("together: {} (stage {}: {}, fits)", changes, trial.peak_stage,

@@ -47,8 +47,9 @@ void check_slurm_fields(const Recipe& recipe, const Locator& where);
 // A Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) in seconds; nullopt if not one.
 std::optional<int64_t> slurm_time_seconds(const std::string& text);
 
-// Derives world-dependent and implied values, checking divisibility on the way.
-Derived derive(const Recipe& recipe, const Locator& where, std::optional<int64_t> world_size);
+// Derives the values the recipe implies whatever the world (widths, padded vocabulary, training
+// lengths), checking divisibility on the way; the world's are plan::place's.
+Derived derive(const Recipe& recipe, const Locator& where);
 
 template <class F>
 auto at_key(const Locator& where, const std::string& path, F&& compute) -> decltype(compute()) {

@@ -1,10 +1,41 @@
 #include "recipe/compile.hpp"
 
+#include <fmt/format.h>
+
 #include "recipe/checks.hpp"
 #include "recipe/entries.hpp"
 #include "recipe/schema.hpp"
 
 namespace megatron::recipe {
+namespace {
+
+// The ranks the job runs on, and the sentence saying where that number came from.
+Derivation world_of(CompiledRecipe& out, const CompileOptions& options, const Locator& where) {
+  const Recipe& r = out.recipe;
+  if (options.world_size) {
+    out.world_size = *options.world_size;
+    return {"world size", std::to_string(out.world_size), "ranks in the running job"};
+  }
+  if (options.world_from_layout) {
+    const ParallelSection& p = r.parallel;
+    const std::string_view what =
+        "the ranks of the layout (parallel.tensor x pipeline x context x data)";
+    out.world_size = mul_at(
+        where, "parallel.data",
+        mul_at(where, "parallel.context",
+               mul_at(where, "parallel.pipeline", p.tensor, p.pipeline, what), p.context, what),
+        p.data.value_or(1), what);
+    return {"world size", std::to_string(out.world_size),
+            "parallel.tensor x pipeline x context x data"};
+  }
+  out.world_size = mul_at(where, "cluster.nodes", r.cluster.nodes, r.cluster.gpus_per_node,
+                          "the world size (cluster.nodes x gpus_per_node)");
+  return {"world size", std::to_string(out.world_size),
+          fmt::format("cluster.nodes {} x cluster.gpus_per_node {}", r.cluster.nodes,
+                      r.cluster.gpus_per_node)};
+}
+
+}  // namespace
 
 CompiledRecipe compile(const std::filesystem::path& file, const CompileOptions& options) {
   Entries entries = load_recipe_file(file);
@@ -30,18 +61,11 @@ CompiledRecipe compile(const std::filesystem::path& file, const CompileOptions& 
   }
   const Locator where(out.provenance, out.file);
   check_fields(out.recipe, where);
-  std::optional<int64_t> world = options.world_size;
-  if (!world && options.world_from_layout) {
-    const ParallelSection& p = out.recipe.parallel;
-    const std::string_view what =
-        "the ranks of the layout (parallel.tensor x pipeline x context x data)";
-    world = mul_at(
-        where, "parallel.data",
-        mul_at(where, "parallel.context",
-               mul_at(where, "parallel.pipeline", p.tensor, p.pipeline, what), p.context, what),
-        p.data.value_or(1), what);
-  }
-  out.derived = derive(out.recipe, where, world);
+  Derivation world = world_of(out, options, where);
+  out.derived = derive(out.recipe, where);
+  // The world comes first in the log: the planner's derivations (data parallelism, micro-batches)
+  // start from it.
+  out.derived.log.insert(out.derived.log.begin(), std::move(world));
   return out;
 }
 

@@ -28,6 +28,9 @@ struct CompileOptions {
 struct CompiledRecipe {
   Recipe recipe;
   Derived derived;
+  // The ranks the job runs on: the running job's, the layout's, or cluster.nodes x
+  // gpus_per_node (CompileOptions). The planner places the layout on them.
+  int64_t world_size = 1;
   Provenance provenance;  // only values set by a file or an override appear here
   std::string file;       // the top-level recipe file as given
 };

@@ -1,5 +1,6 @@
-// Values the recipe implies but does not state (data-parallel size, micro-batches, FFN size,
-// padded vocab, layers per stage, ...), each with a sentence saying how it was derived.
+// Values the recipe implies but does not state (FFN size, padded vocab, head dim, training
+// lengths, ...), each with a sentence saying how it was derived. What the world decides (data
+// parallelism, micro-batches, stages) is the planner's: plan/placement.hpp.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,6 @@ struct Derivation {
 };
 
 struct Derived {
-  int64_t world_size = 1;
-  int64_t data_parallel = 1;
-  int64_t num_microbatches = 1;   // gradient-accumulation steps per iteration, per DP rank
   int64_t ffn_hidden_size = 0;
   int64_t head_dim = 0;           // kv_channels
   int64_t num_query_groups = 0;
@@ -31,17 +29,10 @@ struct Derived {
   int64_t decoder_num_layers = 0;  // T5 only, else 0
   int64_t decoder_seq_length = 0;  // T5 only, else 0
   int64_t vocab_extra_ids = 0;     // data.vocab_extra_ids; T5's default 100
-  Schedule schedule = Schedule::OneFOneB;
-  // Transformer layers held by each pipeline stage (all virtual chunks together).
-  std::vector<int64_t> layers_per_stage;
-  // Layers per model chunk, chunk c of stage s at [c * pipeline + s] (Megatron's order).
-  std::vector<int64_t> layers_per_chunk;
-  int64_t recompute_num_layers = 0;  // per stage under full recompute, else 0
   int64_t train_iters = 0;           // 0 when the recipe gives no training length
   int64_t lr_warmup_iters = 0;
   int64_t lr_decay_iters = 0;
   int64_t lr_wsd_decay_iters = 0;    // WSD's final decay phase; 0 for other decay styles
-  int64_t ddp_bucket_size = 0;       // gradient elements per data-parallel reduction bucket
   std::vector<Derivation> log;       // in the order they were derived
 };
 

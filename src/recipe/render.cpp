@@ -6,7 +6,7 @@
 
 namespace megatron::recipe {
 
-std::string render_yaml(const CompiledRecipe& compiled) {
+std::string render_yaml(const CompiledRecipe& compiled, const std::vector<Derivation>& placed) {
   const Recipe defaults{};
   std::string out = "# resolved from " + compiled.file + "\n";
   for (const auto& section : sections()) {
@@ -23,8 +23,8 @@ std::string render_yaml(const CompiledRecipe& compiled) {
     }
   }
   out += "# derived:\n";
-  for (const auto& d : compiled.derived.log)
-    out += fmt::format("#   {}: {}  ({})\n", d.name, d.value, d.how);
+  for (const auto* log : {&compiled.derived.log, &placed})
+    for (const auto& d : *log) out += fmt::format("#   {}: {}  ({})\n", d.name, d.value, d.how);
   return out;
 }
 

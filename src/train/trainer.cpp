@@ -16,6 +16,7 @@
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "plan/engine_support.hpp"
+#include "plan/placement.hpp"
 #include "recipe/enum_names.hpp"
 #include "recipe/render.hpp"
 #include "tensor/host_io.hpp"
@@ -164,11 +165,11 @@ std::filesystem::path run_dir_for(const recipe::CompiledRecipe& c,
 
 UserError wrong_rank_count(const recipe::CompiledRecipe& wanted, int64_t ranks) {
   const auto& p = wanted.recipe.parallel;
-  const int64_t n = wanted.derived.world_size;
+  const int64_t n = wanted.world_size;
   return UserError(fmt::format(
       "{}: this recipe's layout needs {} ranks (tensor {} x pipeline {} x data {}) but {}: run "
       "megatron run --nproc {} {}, or start it with mpirun -np {} / srun -n {}",
-      wanted.file, n, p.tensor, p.pipeline, wanted.derived.data_parallel,
+      wanted.file, n, p.tensor, p.pipeline, plan::place(wanted).data_parallel,
       ranks == 1 ? std::string("this is one process") : fmt::format("the job has {}", ranks), n,
       wanted.file, n, n));
 }

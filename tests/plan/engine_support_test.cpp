@@ -22,7 +22,9 @@ recipe::CompiledRecipe gpt(int64_t world = 1) {
   c.recipe.model.vocab_size = 1000;
   c.recipe.model.num_layers = 2;
   c.recipe.parallel.tensor = world;
-  c.derived.world_size = world;
+  c.recipe.training.micro_batch_size = 1;
+  c.recipe.training.global_batch_size = world;
+  c.world_size = world;
   c.derived.padded_vocab_size = 1024;
   c.derived.head_dim = 64;
   return c;
@@ -91,6 +93,7 @@ TEST(EngineSupport, GenerationRunsOnlyTensorParallelismOverEveryRank) {
   c = gpt(2);
   c.recipe.parallel.pipeline = 2;
   EXPECT_THAT(refusal(c, Job::Generate), HasSubstr("generation splits the model over every rank"));
+  c.world_size = 4;
   EXPECT_EQ(refusal(c, Job::Eval), "");  // eval runs pipelines
 }
 

@@ -52,7 +52,8 @@ void rederive(recipe::CompiledRecipe& compiled) {
   const int64_t world = r.parallel.tensor * r.parallel.pipeline * r.parallel.context *
                         r.parallel.data.value_or(1);
   const recipe::Locator where(compiled.provenance, compiled.file);
-  compiled.derived = recipe::derive(r, where, world);
+  compiled.derived = recipe::derive(r, where);
+  compiled.world_size = world;
 }
 
 }  // namespace megatron::plan::testing

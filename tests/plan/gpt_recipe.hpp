@@ -38,7 +38,7 @@ recipe::CompiledRecipe make_gpt(const GptShape& shape);
 recipe::CompiledRecipe gpt3_175b(int64_t tensor = 8, int64_t pipeline = 16, int64_t data = 8,
                                  recipe::DType dtype = recipe::DType::Bf16);
 
-// Fills compiled.derived again from compiled.recipe, after a test changed the recipe, with
+// Fills compiled.derived and world_size again from compiled.recipe, after a test changed it, with
 // the recipe compiler's own derivation (so fixture and compiler cannot drift apart).
 void rederive(recipe::CompiledRecipe& compiled);
 

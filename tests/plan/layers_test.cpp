@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "plan/placement.hpp"
 #include "plan/plan.hpp"
 #include "plan/report.hpp"
 #include "recipe/compile.hpp"
@@ -125,7 +126,7 @@ TEST(PlanLayers, JsonListsEveryLayerWithItsImplementation) {
   EXPECT_EQ(json["layers"][0]["self_attention"]["implementation"],
             "cpu flash attention; generation: cached attention");
   EXPECT_EQ(json["layers"][0]["mlp"]["kind"], "dense");
-  EXPECT_EQ(json["gradient_bucket_elements"].get<int64_t>(), c.derived.ddp_bucket_size);
+  EXPECT_EQ(json["gradient_bucket_elements"].get<int64_t>(), place(c).bucket_elements);
 }
 
 }  // namespace

@@ -172,6 +172,7 @@ TEST(Activations, DropoutMasksVanishWithoutDropout) {
 TEST(Activations, ContextParallelHalvesEverythingAtTwoRanks) {
   auto compiled = gpt3_175b_tp8_pp16();
   compiled.recipe.parallel.context = 2;
+  rederive(compiled);
   EXPECT_DOUBLE_EQ(middle_stage_activations_per_microbatch(compiled), 6 * 23 * sbh / 2);
 }
 

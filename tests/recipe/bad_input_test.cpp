@@ -84,13 +84,6 @@ TEST_F(RecipeTest, AnIntegerPast64BitsSaysSoAndWhatIsExpected) {
             "[1, 1000000]");
 }
 
-TEST_F(RecipeTest, TheLargestClusterIsCountedExactlyInItsErrors) {
-  // 10^6 nodes x 10^4 GPUs once wrapped; now it is 10^10 ranks, too many for a batch of 8.
-  EXPECT_THAT(error_of(kMinimalRecipe, {"cluster.nodes=1000000", "cluster.gpus_per_node=10000"}),
-              HasSubstr("training.global_batch_size (8) is not divisible by micro_batch_size (2) "
-                        "x data-parallel size (10000000000) = 20000000000"));
-}
-
 TEST_F(RecipeTest, ALayoutWhoseRankCountOverflowsIsAnErrorAtTheKey) {
   CompileOptions options;
   options.world_from_layout = true;

@@ -21,42 +21,6 @@ TEST_F(RecipeTest, AttentionThatStoresTheScoresIsRefusedBecauseTheEngineHasNone)
             "the key or set it to true");
 }
 
-TEST_F(RecipeTest, LayersMustDivideByPipelineStages) {
-  EXPECT_EQ(error_of(kMinimalRecipe, {"parallel.pipeline=3", "cluster.gpus_per_node=3"}),
-            "override 'parallel.pipeline=3': model.num_layers (4) do not split evenly over "
-            "parallel.pipeline (3): 4 % 3 = 1; change the layout or give an uneven split with "
-            "parallel.layers_per_stage");
-}
-
-TEST_F(RecipeTest, AnExplicitUnevenSplitMustAddUpToTheLayers) {
-  const auto c = compile_text(kMinimalRecipe, {"parallel.pipeline=3", "cluster.gpus_per_node=3",
-                                               "parallel.layers_per_stage=[1, 2, 1]"});
-  EXPECT_THAT(c.derived.layers_per_stage, ::testing::ElementsAre(1, 2, 1));
-  EXPECT_THAT(error_of(kMinimalRecipe, {"parallel.pipeline=3", "cluster.gpus_per_node=3",
-                                        "parallel.layers_per_stage=[1, 1, 1]"}),
-              HasSubstr("parallel.layers_per_stage adds up to 3 layers but the model has 4"));
-}
-
-TEST_F(RecipeTest, GlobalBatchMustDivideByMicroBatchTimesDataParallel) {
-  EXPECT_EQ(error_of(kMinimalRecipe, {"cluster.gpus_per_node=3"}),
-            file() + ":10:22: training.global_batch_size (8) is not divisible by micro_batch_size "
-                     "(2) x data-parallel size (3) = 6: 8 % 6 = 2; use a multiple of 6, e.g. 6 or 12");
-}
-
-TEST_F(RecipeTest, ModelParallelSizeMustDivideTheWorld) {
-  EXPECT_EQ(error_of(kMinimalRecipe, {"parallel.tensor=2", "parallel.pipeline=2",
-                                      "cluster.gpus_per_node=6"}),
-            "override 'parallel.tensor=2': tensor 2 x pipeline 2 x context 1 = 4 ranks per model "
-            "replica does not divide the world size 6: 6 % 4 = 2; use a world size that is a "
-            "multiple of 4 or change the layout");
-}
-
-TEST_F(RecipeTest, ExplicitDataParallelSizeMustMatchTheWorld) {
-  EXPECT_THAT(error_of(kMinimalRecipe, {"parallel.data=2", "cluster.gpus_per_node=4"}),
-              HasSubstr("tensor 1 x context 1 x pipeline 1 x data 2 = 2 ranks, but the world has 4; "
-                        "set parallel.data to 4 or remove it"));
-}
-
 TEST_F(RecipeTest, SequenceLongerThanLearnedPositionsIsRejected) {
   EXPECT_THAT(error_of(kMinimalRecipe, {"model.max_position_embeddings=32"}),
               HasSubstr("data.seq_length (64) exceeds model.max_position_embeddings (32)"));
@@ -77,14 +41,6 @@ TEST_F(RecipeTest, QueryGroupsMustDivideByTensorParallelSize) {
 TEST_F(RecipeTest, SequenceParallelNeedsTensorParallelism) {
   EXPECT_THAT(error_of(kMinimalRecipe, {"parallel.sequence_parallel=true"}),
               HasSubstr("needs parallel.tensor > 1"));
-}
-
-TEST_F(RecipeTest, InterleavingNeedsAPipelineAndWholeChunks) {
-  EXPECT_THAT(error_of(kMinimalRecipe, {"parallel.virtual_pipeline=2"}),
-              HasSubstr("needs parallel.pipeline > 1"));
-  EXPECT_THAT(error_of(kMinimalRecipe, {"parallel.virtual_pipeline=4", "parallel.pipeline=2",
-                                        "cluster.gpus_per_node=2", "training.global_batch_size=4"}),
-              HasSubstr("do not split evenly over pipeline 2 x virtual_pipeline 4 = 8 model chunks: 4 % 8 = 4"));
 }
 
 TEST_F(RecipeTest, OnlyOneTrainingLengthMayBeGiven) {

@@ -4,38 +4,12 @@
 namespace megatron::recipe {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const Derivation* find(const Derived& d, const std::string& name) {
   for (const auto& x : d.log)
     if (x.name == name) return &x;
   return nullptr;
-}
-
-TEST_F(RecipeTest, DataParallelSizeIsTheWorldOverTheModelParallelRanks) {
-  const auto c = compile_text(kMinimalRecipe, {"cluster.nodes=2", "cluster.gpus_per_node=4",
-                                               "parallel.tensor=2"});
-  EXPECT_EQ(c.derived.world_size, 8);
-  EXPECT_EQ(c.derived.data_parallel, 4);
-  ASSERT_NE(find(c.derived, "data-parallel size"), nullptr);
-  EXPECT_EQ(find(c.derived, "data-parallel size")->how,
-            "world 8 / (tensor 2 x pipeline 1 x context 1)");
-}
-
-TEST_F(RecipeTest, TheRunningWorldSizeReplacesTheClusterSection) {
-  CompileOptions options;
-  options.world_size = 2;
-  const auto c = compile(dir_.write("r.yaml", kMinimalRecipe), options);
-  EXPECT_EQ(c.derived.data_parallel, 2);
-  EXPECT_EQ(c.derived.num_microbatches, 2);  // 8 / (2 x 2)
-}
-
-TEST_F(RecipeTest, MicroBatchesPerIterationAreGlobalOverMicroTimesDataParallel) {
-  const auto c = compile_text(kMinimalRecipe, {"cluster.gpus_per_node=2"});
-  EXPECT_EQ(c.derived.num_microbatches, 2);
-  EXPECT_EQ(find(c.derived, "micro-batches per iteration")->how,
-            "global batch 8 / (micro batch 2 x data-parallel 2)");
 }
 
 TEST_F(RecipeTest, FfnIsFourTimesHiddenForGeluAndEightThirdsRoundedForSwiglu) {
@@ -63,15 +37,6 @@ TEST_F(RecipeTest, VocabIsPaddedToAMultipleOf128TimesTensorParallel) {
   EXPECT_EQ(compile_text(kMinimalRecipe, {"model.vocab_size=50257"}).derived.padded_vocab_size, 50304);
 }
 
-TEST_F(RecipeTest, LayersSplitEvenlyOverStagesAndChunksInMegatronOrder) {
-  const auto c = compile_text(kMinimalRecipe,
-                              {"model.num_layers=8", "parallel.pipeline=2", "parallel.virtual_pipeline=2",
-                               "cluster.gpus_per_node=2"});
-  EXPECT_THAT(c.derived.layers_per_stage, ElementsAre(4, 4));
-  EXPECT_THAT(c.derived.layers_per_chunk, ElementsAre(2, 2, 2, 2));
-  EXPECT_EQ(c.derived.schedule, Schedule::Interleaved);
-}
-
 TEST_F(RecipeTest, TrainingLengthInTokensBecomesIterations) {
   // 1000 tokens / 64 per sequence = 15.6 -> 16 samples -> 16 / 8 = 2 iterations.
   const auto c = compile_text(kMinimalRecipe, {"training.train_tokens=1000"});
@@ -84,24 +49,6 @@ TEST_F(RecipeTest, BatchRampUpAddsIterationsWhileTheBatchGrows) {
   const auto c = compile_text(kMinimalRecipe, {"training.rampup_batch_size=[2, 2, 8]",
                                                "training.train_samples=40"});
   EXPECT_EQ(c.derived.train_iters, 7);
-}
-
-TEST_F(RecipeTest, ARampUpIncrementThatDataParallelRanksCannotShareIsRefused) {
-  // micro batch 2 x data-parallel 2 = 4: a ramp through batches 4, 6, 8 would leave a batch of 6
-  // that does not split into whole micro-batches on each rank.
-  EXPECT_THAT(error_of(kMinimalRecipe, {"cluster.gpus_per_node=2",
-                                        "training.rampup_batch_size=[4, 2, 8]"}),
-              HasSubstr("the ramp-up increment 2 is not divisible by micro batch x data-parallel = 4"));
-}
-
-TEST_F(RecipeTest, AnInterleavedRampUpMustKeepWholeGroupsOfPipelineMicroBatches) {
-  // micro batch 2 x pipeline 2 = 4: a first batch of 2 is one micro-batch, which the interleaved
-  // schedule cannot run on 2 stages.
-  EXPECT_THAT(error_of(kMinimalRecipe, {"model.num_layers=8", "parallel.pipeline=2",
-                                        "parallel.virtual_pipeline=2", "cluster.gpus_per_node=2",
-                                        "training.rampup_batch_size=[2, 2, 8]"}),
-              HasSubstr("with the interleaved schedule every ramp-up batch must be a multiple of "
-                        "micro batch x data-parallel x pipeline = 4"));
 }
 
 TEST_F(RecipeTest, WarmupFractionIsTakenOfTheDecayIterations) {
@@ -123,37 +70,12 @@ TEST_F(RecipeTest, AWarmupLongerThanTheDecayNamesTheKeysThatFixIt) {
               HasSubstr("decay (10 iterations, training.lr_decay_iters);"));
 }
 
-TEST_F(RecipeTest, FullRecomputeCoversEveryLayerOfAStageByDefault) {
-  const auto c = compile_text(kMinimalRecipe, {"training.recompute=full"});
-  EXPECT_EQ(c.derived.recompute_num_layers, 4);
-  EXPECT_THAT(error_of(kMinimalRecipe, {"training.recompute=full", "training.recompute_num_layers=5"}),
-              HasSubstr("recompute_num_layers (5) exceeds the 4 layers a stage holds"));
-}
-
-TEST_F(RecipeTest, T5PipelinesEncoderAndDecoderLayersTogether) {
+TEST_F(RecipeTest, T5DecoderLayersAndLengthAreTheirOwnKeys) {
   const auto c = compile_text(kMinimalRecipe, {"model.arch=t5", "model.decoder_num_layers=4",
                                                "data.decoder_seq_length=16", "parallel.pipeline=2",
                                                "cluster.gpus_per_node=2"});
   EXPECT_EQ(c.derived.decoder_num_layers, 4);
   EXPECT_EQ(c.derived.decoder_seq_length, 16);
-  EXPECT_THAT(c.derived.layers_per_stage, ElementsAre(4, 4));
-}
-
-TEST_F(RecipeTest, BucketSizeDefaultsToMegatronsFortyMillionGrowingWithDataParallelRanks) {
-  const auto small = compile_text(kMinimalRecipe, {"cluster.gpus_per_node=2"});
-  EXPECT_EQ(small.derived.ddp_bucket_size, 40'000'000);
-  ASSERT_NE(find(small.derived, "ddp bucket size"), nullptr);
-  EXPECT_EQ(find(small.derived, "ddp bucket size")->how,
-            "max(40,000,000, 1,000,000 x data-parallel size 2)");
-  const auto wide = compile_text(kMinimalRecipe, {"cluster.nodes=8", "cluster.gpus_per_node=8",
-                                                  "training.global_batch_size=128"});
-  EXPECT_EQ(wide.derived.ddp_bucket_size, 64'000'000);
-}
-
-TEST_F(RecipeTest, AGivenBucketSizeIsUsedAsItIsWithoutANote) {
-  const auto c = compile_text(kMinimalRecipe, {"parallel.ddp_bucket_size=1000"});
-  EXPECT_EQ(c.derived.ddp_bucket_size, 1000);
-  EXPECT_EQ(find(c.derived, "ddp bucket size"), nullptr);
 }
 
 TEST_F(RecipeTest, WsdDecaysOverATenthOfTheDecayIterationsUnlessTold) {

@@ -107,11 +107,6 @@ TEST_F(FromMegatron, Gpt3_175bExampleKeepsTheDataPathsAndTrainingSettings) {
   EXPECT_EQ(value_of(c, "logging.tensorboard_dir"), "tb");
 }
 
-TEST_F(FromMegatron, Bert340mExampleIsRefusedBecauseItsPipelineDoesNotDivideTheLayers) {
-  const auto t = from_megatron(ex::kBert340m, "bert");
-  EXPECT_THAT(error_of(t.yaml), HasSubstr("do not split evenly over parallel.pipeline (16)"));
-}
-
 TEST_F(FromMegatron, Bert340mExampleWithAPipelineThatFitsDescribesBertLarge) {
   const auto converted =
       translate(ex::concat(ex::kBert340m, {"--pipeline-model-parallel-size", "1"}), "bert");

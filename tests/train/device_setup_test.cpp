@@ -53,6 +53,8 @@ recipe::CompiledRecipe with_heads(const std::string& hardware, int64_t head_dim)
   c.file = "big.yaml";
   c.recipe = with(hardware, recipe::DeviceKind::Auto);
   c.recipe.model.num_layers = 2;
+  c.recipe.training.micro_batch_size = 1;
+  c.recipe.training.global_batch_size = 1;
   c.derived.head_dim = head_dim;
   return c;
 }
