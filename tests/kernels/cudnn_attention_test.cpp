@@ -32,7 +32,7 @@ std::vector<std::pair<std::string, RecipeAttention>> shipped_attention() {
        std::filesystem::directory_iterator(std::filesystem::path(MEGATRON_SOURCE_DIR) / "recipes")) {
     if (entry.path().extension() != ".yaml") continue;
     const auto compiled = recipe::compile(entry.path());
-    const plan::ModelShape x = plan::shape_of(compiled);
+    const plan::ModelShape x = plan::shape_of(compiled, plan::place(compiled));
     if (x.arch == recipe::Arch::T5) continue;
     RecipeAttention a;
     a.shape = {.batch = x.b, .seq = x.s / x.c, .heads = x.a / x.t, .groups = x.g / x.t,
@@ -73,7 +73,7 @@ TEST(CudnnAttentionGraphs, EveryShippedT5RecipesAttentionValidatesForHopperAndAm
        std::filesystem::directory_iterator(std::filesystem::path(MEGATRON_SOURCE_DIR) / "recipes")) {
     if (entry.path().extension() != ".yaml") continue;
     const auto compiled = recipe::compile(entry.path());
-    const plan::ModelShape x = plan::shape_of(compiled);
+    const plan::ModelShape x = plan::shape_of(compiled, plan::place(compiled));
     if (x.arch != recipe::Arch::T5) continue;
     ++recipes;
     const int64_t heads = x.a / x.t, groups = x.g / x.t;
