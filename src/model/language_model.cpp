@@ -27,6 +27,7 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
                                     {config_.padded_vocab, config_.hidden}, Init::Normal,
                                     TpSplit::Rows, true);
     word_embeddings_->shared_copy = tied_copy;
+    word_embeddings_->padded_vocab = true;
   }
   if (placement_.first_stage) {
     embedding_ = std::make_unique<Embedding>(params_, config_, *word_embeddings_);
@@ -71,6 +72,7 @@ LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config
       if (!config_.tie_embeddings) {
         output_ = &params_.add("output_layer.weight", {config_.padded_vocab, config_.hidden},
                                Init::Normal, TpSplit::Rows, true);
+        output_->padded_vocab = true;
       }
       lm_head_ = std::make_unique<LmHead>(params_, config_, output_ ? *output_ : *word_embeddings_);
     }

@@ -26,6 +26,7 @@ LmHead::LmHead(ParameterSet& params, const ModelConfig& c, Parameter& output)
   }
   if (c.output_bias) {
     bias_ = &params.add("output_layer.bias", {c.padded_vocab}, Init::Zeros, TpSplit::Rows, false);
+    bias_->padded_vocab = true;
   }
 }
 

@@ -34,6 +34,9 @@ struct Parameter {
   // ScaledNormal: the layer count its deviation is scaled by (std / sqrt(2 * layers)); 0: the
   // model's. T5's decoder blocks scale by the decoder's layers, as Megatron's decoder config.
   int64_t scaled_layers = 0;
+  // Rows are the padded vocabulary (word embedding, output layer and its bias): another
+  // tensor-parallel size pads it to another length, so a checkpoint may hold more or fewer rows.
+  bool padded_vocab = false;
 };
 
 // Whether tensor-parallel rank `tp_rank`'s copy of p is the one that counts for the whole model

@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "ckpt/directory.hpp"
+#include "ckpt/model_weights.hpp"
 #include "core/error.hpp"
-#include "train/model_weights.hpp"
 
 namespace megatron::train {
 namespace {
@@ -41,7 +41,7 @@ CheckpointModel::CheckpointModel(const std::string& checkpoint, const Checkpoint
 ModelContext& CheckpointModel::load(int threads) {
   if (context_) throw std::logic_error("CheckpointModel::load: the model is loaded already");
   context_ = std::make_unique<ModelContext>(compiled_, threads);
-  load_model_weights(*reader_, *context_->model, *context_->backend);
+  ckpt::load_model_weights(*reader_, *context_->model, *context_->backend);
   return *context_;
 }
 

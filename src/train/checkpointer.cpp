@@ -6,6 +6,7 @@
 #include <fstream>
 #include <fmt/format.h>
 
+#include "ckpt/model_weights.hpp"
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/checkpoint_writer.hpp"
 #include "ckpt/directory.hpp"
@@ -32,8 +33,7 @@ double now_s() {
 }
 
 ckpt::ShardLayout layout_of(const model::Parameter& p, const parallel::ProcessGroups& g) {
-  return {.global_shape = p.global_shape, .split = ckpt::split_of(p.split), .parts = p.parts,
-          .tp_rank = g.coord.tp, .tp_size = g.tp_size};
+  return ckpt::shard_layout(p, g.coord.tp, g.tp_size);
 }
 
 // Whether this rank is the one that writes p's values: one copy over the model (tp replicas
@@ -79,10 +79,6 @@ std::string first_error(tensor::Backend& backend, dist::Communicator& world, con
   std::string out;
   for (int32_t c : tensor::to_ints(backend, text)) out += char(c);
   return out;
-}
-
-bool is_vocab_tensor(const std::string& name) {
-  return name == "embedding.word_embeddings.weight" || name == "output_layer.weight";
 }
 
 }  // namespace
@@ -289,45 +285,9 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::LanguageModel& mod
   bool fresh_optimizer = false;
   try {
     const std::string dir_text = dir->string();
-    auto tensor_for = [&](const model::Parameter& p) -> const ckpt::TensorInfo& {
-      const ckpt::TensorInfo* t = reader->find(ckpt::kModel, p.name);
-      if (!t) {
-        throw UserError(fmt::format("{}: the checkpoint has no tensor model/{}, which the recipe's "
-                                    "model needs",
-                                    dir_text, p.name));
-      }
-      const bool same = t->shape == p.global_shape ||
-                        (is_vocab_tensor(p.name) && t->shape.size() == p.global_shape.size() &&
-                         std::equal(t->shape.begin() + 1, t->shape.end(), p.global_shape.begin() + 1));
-      if (!same) {
-        throw UserError(fmt::format("{}: tensor model/{} is {} in the checkpoint but the recipe's "
-                                    "model needs {}",
-                                    dir_text, p.name, tensor::to_string(t->shape), tensor::to_string(p.global_shape)));
-      }
-      return *t;
-    };
-    // One buffer for every tensor: fresh large allocations would each cost page faults.
-    std::vector<float> buffer;
-    auto values_for = [&](int64_t n) {
-      if (buffer.size() < size_t(n)) buffer.resize(size_t(n));
-      return std::span<float>(buffer.data(), size_t(n));
-    };
-    // Straight into the tensor when it is in host memory in the checkpoint's dtype; else
-    // through f32.
-    auto read_into = [&](const ckpt::TensorInfo& t, const std::vector<ckpt::Box>& boxes,
-                         tensor::Tensor& into, bool zero_past_end) {
-      if (t.dtype == into.dtype() && into.device() == tensor::Device::Cpu) {
-        reader->read_raw(t, boxes, std::span(static_cast<std::byte*>(into.raw()), into.bytes()),
-                         zero_past_end);
-        return;
-      }
-      const std::span<float> values = values_for(into.numel());
-      reader->read_f32(t, boxes, values, zero_past_end);
-      tensor::write_floats(backend_, into, values);
-    };
-    for (const auto& p : model.parameters().all()) {
-      read_into(tensor_for(*p), ckpt::shard_boxes(layout_of(*p, groups_)), p->value, false);
-    }
+    ckpt::load_model_weights(*reader, model, backend_);
+    // The optimizer's shards, read as the weights are (load_model_weights checked every weight).
+    ckpt::ShardReader shards(*reader, backend_);
     const bool adam = compiled_.recipe.training.optimizer == recipe::Optimizer::AdamW;
     const std::string kind(recipe::name_of(compiled_.recipe.training.optimizer));
     fresh_optimizer = reader->meta().optimizer != kind;
@@ -340,12 +300,12 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::LanguageModel& mod
       auto restore = [&](const char* k, tensor::Tensor& into) {
         const ckpt::TensorInfo* t = reader->find(k, o.param->name);
         if (!t) throw UserError(dir_text + ": the checkpoint has no tensor " + k + "/" + o.param->name);
-        read_into(*t, boxes, into, /*zero_past_end=*/true);
+        shards.read(*t, boxes, into, /*zero_past_end=*/true);
       };
       if (config_.dtype != tensor::DType::F32) {
         // The f32 master: saved by a 16-bit run; else the (f32) weights themselves.
         const ckpt::TensorInfo* master = reader->find(ckpt::kMaster, o.param->name);
-        read_into(master ? *master : tensor_for(*o.param), boxes, *o.state.master, false);
+        shards.read(master ? *master : *shards.model_tensor(*o.param), boxes, *o.state.master);
       }
       if (fresh_optimizer) continue;  // moments stay zero
       restore(adam ? ckpt::kExpAvg : ckpt::kMomentum, *o.state.moment1);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "ckpt/model_weights.hpp"
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
 #include "core/logging.hpp"
@@ -12,7 +13,6 @@
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
 #include "recipe/enum_names.hpp"
-#include "train/model_weights.hpp"
 #include "recipe/render.hpp"
 #include "tensor/make_backend.hpp"
 #include "train/device_setup.hpp"
@@ -122,7 +122,7 @@ void RunContext::load_pretrained(const std::string& path) {
   const ckpt::CheckpointReader reader(*dir);
   // What pre-training has no use for is drawn fresh: the classifier, and BERT's pooler and
   // token types when it trained without its binary head.
-  const std::vector<std::string> fresh = load_model_weights(reader, *model, *backend, [](const std::string& name) {
+  const std::vector<std::string> fresh = ckpt::load_model_weights(reader, *model, *backend, [](const std::string& name) {
     return name.starts_with("classification_head.") || name.starts_with("pooler.") ||
            name.starts_with("embedding.tokentype_embeddings.");
   });

@@ -1,0 +1,70 @@
+#include "ckpt/model_weights.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ckpt/model_fields.hpp"
+#include "core/error.hpp"
+#include "core/printable.hpp"
+#include "tensor/host_io.hpp"
+
+namespace megatron::ckpt {
+
+ShardLayout shard_layout(const model::Parameter& p, int64_t tp_rank, int64_t tp_size) {
+  return {.global_shape = p.global_shape, .split = split_of(p.split), .parts = p.parts,
+          .tp_rank = tp_rank, .tp_size = tp_size};
+}
+
+const TensorInfo* ShardReader::model_tensor(const model::Parameter& p) const {
+  const TensorInfo* t = checkpoint_.find(kModel, p.name);
+  if (!t) return nullptr;
+  const std::vector<int64_t> global(p.global_shape.begin(), p.global_shape.end());
+  const bool same = t->shape.size() == global.size() &&
+                    std::equal(t->shape.begin() + 1, t->shape.end(), global.begin() + 1) &&
+                    (p.padded_vocab || t->shape[0] == global[0]);
+  if (!same) {
+    throw UserError(fmt::format("{}: weight {} is [{}] in the checkpoint but [{}] in the model",
+                                checkpoint_.dir().string(), printable(p.name),
+                                fmt::join(t->shape, ", "), fmt::join(global, ", ")));
+  }
+  return t;
+}
+
+void ShardReader::read(const TensorInfo& t, const std::vector<Box>& boxes, tensor::Tensor& into,
+                       bool zero_past_end) {
+  if (t.dtype == into.dtype() && into.device() == tensor::Device::Cpu) {
+    checkpoint_.read_raw(t, boxes, std::span(static_cast<std::byte*>(into.raw()), into.bytes()),
+                         zero_past_end);
+    return;
+  }
+  if (buffer_.size() < size_t(into.numel())) buffer_.resize(size_t(into.numel()));
+  const std::span<float> values(buffer_.data(), size_t(into.numel()));
+  checkpoint_.read_f32(t, boxes, values, zero_past_end);
+  tensor::write_floats(backend_, into, values);
+}
+
+std::vector<std::string> load_model_weights(const CheckpointReader& checkpoint,
+                                            model::LanguageModel& model, tensor::Backend& backend,
+                                            const std::function<bool(const std::string&)>& may_lack) {
+  const parallel::TensorParallel& tp = model.parameters().tp();
+  ShardReader reader(checkpoint, backend);
+  std::vector<std::string> lacking;
+  for (const auto& p : model.parameters().all()) {
+    const TensorInfo* t = reader.model_tensor(*p);
+    if (!t && may_lack && may_lack(p->name)) {
+      lacking.push_back(p->name);
+      continue;
+    }
+    if (!t) {
+      throw UserError(fmt::format("{}: the checkpoint has no weight {}: it holds another model "
+                                  "(megatron ckpt inspect {} shows which)",
+                                  checkpoint.dir().string(), printable(p->name),
+                                  checkpoint.dir().string()));
+    }
+    reader.read(*t, shard_boxes(shard_layout(*p, tp.rank, tp.size)), p->value);
+  }
+  return lacking;
+}
+
+}  // namespace megatron::ckpt
