@@ -4,19 +4,11 @@
 #include <span>
 #include <stdexcept>
 
+#include "generate/decode_loop.hpp"
 #include "tensor/host_io.hpp"
 
 namespace megatron::eval {
 namespace {
-
-// One batch of prompts being decoded: each sequence's inputs so far and whether it stopped.
-struct Decoding {
-  std::vector<std::vector<int32_t>> inputs;   // GPT: prompt then output; T5: [BOS] then output
-  std::vector<std::vector<int32_t>> sources;  // T5: the encoder's tokens
-  std::vector<std::vector<int32_t>> outputs;
-  std::vector<bool> done;
-  std::vector<generate::Rng> rngs;  // sampling: one a prompt
-};
 
 // The scored rows' logits over the whole vocabulary's first vocab_size columns, [n, vocab_size]:
 // each tensor-parallel rank's shard (its columns below vocab_size, perhaps none) gathered in
@@ -53,14 +45,18 @@ std::vector<float> whole_logits(tensor::Backend& backend, const model::HeadOutpu
   return out;
 }
 
-model::Batch batch_of(tensor::Backend& backend, const Decoding& d, const DecodeOptions& o) {
-  const int64_t count = int64_t(d.inputs.size());
+// Every sequence of the batch, finished ones too (the batch's shape stays what it was): GPT's
+// inputs are its tokens; T5's encoder reads its source and its decoder its tokens.
+model::Batch batch_of(tensor::Backend& backend, std::span<const generate::Sequence> inputs,
+                      const std::vector<std::vector<int32_t>>& sources, const DecodeOptions& o) {
+  const int64_t count = int64_t(inputs.size());
   int64_t seq = 1;
-  for (const auto& in : d.inputs) seq = std::max<int64_t>(seq, int64_t(in.size()));
+  for (const auto& in : inputs) seq = std::max<int64_t>(seq, int64_t(in.tokens.size()));
   const int64_t rows = count * seq;
   std::vector<int32_t> tokens(static_cast<size_t>(rows), o.pad), positions(static_cast<size_t>(rows));
   for (int64_t k = 0; k < count; ++k) {
-    std::copy(d.inputs[size_t(k)].begin(), d.inputs[size_t(k)].end(), tokens.begin() + k * seq);
+    const std::vector<int32_t>& in = inputs[size_t(k)].tokens;
+    std::copy(in.begin(), in.end(), tokens.begin() + k * seq);
     for (int64_t t = 0; t < seq; ++t) positions[size_t(k * seq + t)] = int32_t(t);
   }
   const std::vector<int32_t> labels(size_t(rows), 0);
@@ -74,13 +70,13 @@ model::Batch batch_of(tensor::Backend& backend, const Decoding& d, const DecodeO
             .positions = tensor::from_ints(backend, positions, {rows})};
   }
   int64_t source_seq = 1;
-  for (const auto& s : d.sources) source_seq = std::max<int64_t>(source_seq, int64_t(s.size()));
+  for (const auto& s : sources) source_seq = std::max<int64_t>(source_seq, int64_t(s.size()));
   const int64_t source_rows = count * source_seq;
   std::vector<int32_t> source(static_cast<size_t>(source_rows), o.pad),
       source_positions(static_cast<size_t>(source_rows));
   std::vector<int64_t> key_lengths;
   for (int64_t k = 0; k < count; ++k) {
-    const auto& s = d.sources[size_t(k)];
+    const auto& s = sources[size_t(k)];
     std::copy(s.begin(), s.end(), source.begin() + k * source_seq);
     for (int64_t t = 0; t < source_seq; ++t) source_positions[size_t(k * source_seq + t)] = int32_t(t);
     key_lengths.push_back(std::max<int64_t>(int64_t(s.size()), 1));
@@ -97,61 +93,65 @@ model::Batch batch_of(tensor::Backend& backend, const Decoding& d, const DecodeO
           .decoder_positions = tensor::from_ints(backend, positions, {rows})};
 }
 
-// One step: every unfinished sequence gains its argmax token, on every rank.
-void step(const ForwardFn& forward, tensor::Backend& backend, Decoding& d, const DecodeOptions& o,
-          const ScoreGroups& groups) {
-  const model::Batch batch = batch_of(backend, d, o);
-  const int64_t seq = o.encoder_decoder ? batch.decoder_seq : batch.seq;
-  std::vector<int32_t> rows, labels;
-  std::vector<size_t> which;
-  for (size_t k = 0; k < d.inputs.size(); ++k) {
-    if (d.done[k]) continue;
-    rows.push_back(int32_t(int64_t(k) * seq + int64_t(d.inputs[k].size()) - 1));
-    labels.push_back(0);
-    which.push_back(k);
-  }
-  const int64_t n = int64_t(rows.size());
-  model::HeadOutputs outputs{.want_logits = true,
-                             .score_rows = tensor::from_ints(backend, rows, {n}),
-                             .score_labels = tensor::from_ints(backend, labels, {n}),
-                             .score_vocab = o.vocab_size};
-  std::vector<float> chosen(size_t(n), 0.0f);
-  if (forward(batch, outputs)) {
-    const bool speaks = groups.reports;
-    if (o.sampling.greedy()) {
-      const std::vector<float> maxima = argmax_over_shards(backend, outputs, groups.tp);
-      if (speaks) {
-        for (int64_t i = 0; i < n; ++i) chosen[size_t(i)] = maxima[size_t(2 * i + 1)];
-      }
+// The whole model over every position of the batch each step (no key/value cache), on any
+// layout: the last stage's tensor-parallel ranks hold the vocabulary's shards, and the replica's
+// reporting rank alone chooses, the others learning its tokens in agree.
+class FullForwardStep final : public generate::Stepper {
+ public:
+  FullForwardStep(const ForwardFn& forward, tensor::Backend& backend, const DecodeOptions& o,
+                  const ScoreGroups& groups, std::vector<std::vector<int32_t>> sources)
+      : forward_(forward),
+        backend_(backend),
+        o_(o),
+        groups_(groups),
+        sources_(std::move(sources)) {}
+
+  generate::StepScores step(std::span<const generate::Sequence> seqs,
+                            std::span<const size_t> live) override {
+    const model::Batch batch = batch_of(backend_, seqs, sources_, o_);
+    const int64_t seq = o_.encoder_decoder ? batch.decoder_seq : batch.seq;
+    std::vector<int32_t> rows;
+    for (const size_t k : live) {
+      rows.push_back(int32_t(int64_t(k) * seq + int64_t(seqs[k].tokens.size()) - 1));
+    }
+    const int64_t n = int64_t(rows.size());
+    model::HeadOutputs outputs{
+        .want_logits = true,
+        .score_rows = tensor::from_ints(backend_, rows, {n}),
+        .score_labels = tensor::from_ints(backend_, std::vector<int32_t>(size_t(n), 0), {n}),
+        .score_vocab = o_.vocab_size};
+    generate::StepScores out;
+    if (!forward_(batch, outputs)) return out;
+    if (o_.sampling.greedy()) {
+      // The argmax needs each shard's maximum only, not the whole vocabulary.
+      const std::vector<float> maxima = argmax_over_shards(backend_, outputs, groups_.tp);
+      if (!groups_.reports) return out;
+      for (int64_t i = 0; i < n; ++i) out.chosen.push_back(int32_t(maxima[size_t(2 * i + 1)]));
     } else {
-      const std::vector<float> logits = whole_logits(backend, outputs, groups.tp, n, o.vocab_size);
-      if (speaks) {
-        for (int64_t i = 0; i < n; ++i) {
-          const std::span<const float> row(logits.data() + i * o.vocab_size, size_t(o.vocab_size));
-          chosen[size_t(i)] = float(generate::sample(row, o.sampling, d.rngs[which[size_t(i)]]));
-        }
-      }
+      std::vector<float> logits = whole_logits(backend_, outputs, groups_.tp, n, o_.vocab_size);
+      if (groups_.reports) out.logits = std::move(logits);
     }
+    return out;
   }
-  // Only the replica's reporting rank holds nonzero ids (below 2^24, exact in f32): the sum
-  // over the replica's ranks is its choice.
-  if (groups.replica) {
-    tensor::Tensor t = tensor::from_floats(backend, chosen, {n});
-    groups.replica->all_reduce(t);
-    chosen = tensor::to_floats(backend, t);
+
+  // Only the replica's reporting rank holds nonzero ids (below 2^24, exact in f32): the sum over
+  // the replica's ranks is its choice.
+  void agree(std::span<int32_t> tokens) override {
+    if (!groups_.replica) return;
+    const std::vector<float> mine(tokens.begin(), tokens.end());
+    tensor::Tensor t = tensor::from_floats(backend_, mine, {int64_t(mine.size())});
+    groups_.replica->all_reduce(t);
+    const std::vector<float> sum = tensor::to_floats(backend_, t);
+    std::transform(sum.begin(), sum.end(), tokens.begin(), [](float v) { return int32_t(v); });
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t k = which[size_t(i)];
-    const int32_t token = int32_t(chosen[size_t(i)]);
-    if (std::find(o.stop_tokens.begin(), o.stop_tokens.end(), token) != o.stop_tokens.end()) {
-      d.done[k] = true;
-      continue;
-    }
-    d.outputs[k].push_back(token);
-    d.inputs[k].push_back(token);
-    if (int64_t(d.outputs[k].size()) >= o.max_tokens) d.done[k] = true;
-  }
-}
+
+ private:
+  const ForwardFn& forward_;
+  tensor::Backend& backend_;
+  const DecodeOptions& o_;
+  const ScoreGroups& groups_;
+  std::vector<std::vector<int32_t>> sources_;  // T5: the encoder's tokens
+};
 
 // Every replica's outputs on every rank: each prompt's row [length, token + 1, ...] comes from
 // its replica's reporting rank alone, so the sum over the world is that row.
@@ -195,25 +195,34 @@ std::vector<std::vector<int32_t>> greedy_decode(const ForwardFn& forward, tensor
   for (size_t first = 0; first < prompts.size(); first += size_t(o.batch_size), ++batch_index) {
     const size_t count = std::min(prompts.size() - first, size_t(o.batch_size));
     if (int(batch_index % size_t(replicas)) != replica) continue;
-    Decoding d{.outputs = std::vector<std::vector<int32_t>>(count),
-               .done = std::vector<bool>(count, false)};
+    std::vector<generate::Sequence> seqs;
+    std::vector<std::vector<int32_t>> sources;
     for (size_t k = 0; k < count; ++k) {
       const std::vector<int32_t>& p = prompts[first + k];
-      d.rngs.emplace_back(o.seed + uint64_t(first + k));
+      std::vector<int32_t> given;
       if (o.encoder_decoder) {
-        d.sources.emplace_back(p.begin(), p.begin() + std::min<std::ptrdiff_t>(std::ptrdiff_t(p.size()),
-                                                                               o.encoder_length));
-        d.inputs.push_back({o.bos});
+        sources.emplace_back(
+            p.begin(),
+            p.begin() + std::min<std::ptrdiff_t>(std::ptrdiff_t(p.size()), o.encoder_length));
+        given = {o.bos};
       } else {
         if (p.empty()) throw std::invalid_argument("greedy_decode: an empty prompt");
         const size_t keep = std::min(p.size(), size_t(o.max_length - o.max_tokens));
-        d.inputs.emplace_back(p.end() - std::ptrdiff_t(keep), p.end());
+        given.assign(p.end() - std::ptrdiff_t(keep), p.end());
       }
+      const auto n = int64_t(given.size());
+      seqs.push_back({.tokens = std::move(given), .prompt = n, .position = n});
     }
     // T5's decoder holds [BOS] and max_tokens - 1 outputs before its last step.
-    while (std::find(d.done.begin(), d.done.end(), false) != d.done.end()) step(forward, backend, d, o, groups);
+    FullForwardStep stepper(forward, backend, o, groups, std::move(sources));
+    generate::decode(stepper, seqs,
+                     {.max_tokens = o.max_tokens,
+                      .sampling = o.sampling,
+                      .seed = o.seed + uint64_t(first),  // prompt i draws from seed + i
+                      .rng_per_sequence = true,
+                      .end_tokens = o.stop_tokens});
     for (size_t k = 0; k < count; ++k) {
-      out[first + k] = std::move(d.outputs[k]);
+      out[first + k].assign(seqs[k].tokens.begin() + seqs[k].prompt, seqs[k].tokens.end());
       mine[first + k] = true;
     }
     if (progress) progress(int64_t(first + count), int64_t(prompts.size()));

@@ -29,9 +29,9 @@ struct DecodeOptions {
 };
 
 // Each prompt's generated tokens (without the stop token), in prompt order, on every rank.
-// Every step runs the whole model over every position (no key/value cache): slower than
-// `megatron generate` by about the output length, and it runs wherever the model runs
-// (tensor, pipeline and data-parallel layouts). The argmax is torch.argmax's (the first column
+// The loop is `megatron generate`'s (generate::decode); its step here runs the whole model over
+// every position (no key/value cache): slower than `megatron generate` by about the output
+// length, and it runs wherever the model runs (tensor, pipeline and data-parallel layouts). The argmax is torch.argmax's (the first column
 // of the largest logit, over the tensor-parallel shards in order); a draw sees the whole
 // vocabulary's logits, gathered from the shards, as `megatron generate` draws. Data-parallel
 // replicas take the batches in turn, as the scorer's do, and share their outputs at the end.

@@ -5,6 +5,8 @@
 #include <span>
 #include <stdexcept>
 
+#include "generate/decode_loop.hpp"
+
 namespace megatron::generate {
 namespace {
 
@@ -14,54 +16,86 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-struct Sequence {
-  std::vector<int32_t> tokens;
-  int64_t prompt = 0;
-  int64_t generated = 0;
-  bool done = false;
-  Generated out;
-};
+// The model one position further with its key/value cache, Megatron's static batch: the prefill
+// runs every prompt up to the shortest, then each step feeds every sequence's token at the common
+// position (a finished one repeats its last token, harmlessly: its row is not read).
+class CachedStep final : public Stepper {
+ public:
+  CachedStep(const Engine& e, model::KvCache& cache, GenerateStats& stats)
+      : e_(e), cache_(cache), stats_(stats) {}
 
-// Records the log-probabilities of `token` under `logits` when asked.
-void record(const GenerateOptions& o, std::span<const float> logits, int32_t token, Generated& g) {
-  if (!o.logprobs) return;
-  g.logprobs.push_back(log_probability(logits, token));
-  if (o.top_logprobs > 0) g.top_logprobs.push_back(top_log_probabilities(logits, o.top_logprobs));
-}
+  // Positions 0..shortest-1 of every sequence; with logprobs every row's logits score the prompt
+  // (into the sequences), else only the last row's are needed. The first step returns its rows.
+  void prefill(std::vector<Sequence>& seqs, int64_t shortest, bool logprobs, int64_t top_logprobs) {
+    const auto begin = Clock::now();
+    const int64_t batch = int64_t(seqs.size()), vocab = e_.vocab;
+    std::vector<int32_t> tokens, rows;
+    for (int64_t b = 0; b < batch; ++b) {
+      tokens.insert(tokens.end(), seqs[size_t(b)].tokens.begin(),
+                    seqs[size_t(b)].tokens.begin() + shortest);
+      for (int64_t t = logprobs ? 0 : shortest - 1; t < shortest; ++t) {
+        rows.push_back(int32_t(b * shortest + t));
+      }
+    }
+    const std::vector<float> all =
+        e_.model.decode(e_.backend, tokens, shortest, 0, cache_, rows, vocab);
+    const int64_t per_seq = int64_t(rows.size()) / batch;
+    logits_.resize(size_t(batch * vocab));
+    for (int64_t b = 0; b < batch; ++b) {
+      Sequence& s = seqs[size_t(b)];
+      for (int64_t t = 0; t + 1 < per_seq; ++t) {  // with logprobs: the prompt's own tokens
+        const auto row = std::span(all).subspan(size_t((b * per_seq + t) * vocab), size_t(vocab));
+        const int32_t token = s.tokens[size_t(t + 1)];
+        s.logprobs.push_back(log_probability(row, token));
+        if (top_logprobs > 0) s.top_logprobs.push_back(top_log_probabilities(row, top_logprobs));
+      }
+      std::copy_n(all.begin() + (b * per_seq + per_seq - 1) * vocab, vocab,
+                  logits_.begin() + b * vocab);
+    }
+    pos_ = shortest;
+    pending_ = true;
+    stats_.prefill_tokens += batch * shortest;
+    stats_.prefill_s += seconds_since(begin);
+  }
+
+  StepScores step(std::span<const Sequence> seqs, std::span<const size_t> live) override {
+    const int64_t batch = int64_t(seqs.size()), vocab = e_.vocab;
+    if (!pending_) {
+      const auto begin = Clock::now();
+      std::vector<int32_t> tokens(static_cast<size_t>(batch)), rows(static_cast<size_t>(batch));
+      for (int64_t b = 0; b < batch; ++b) {
+        const Sequence& s = seqs[size_t(b)];
+        tokens[size_t(b)] =
+            int64_t(s.tokens.size()) > pos_ ? s.tokens[size_t(pos_)] : s.tokens.back();
+        rows[size_t(b)] = int32_t(b);
+      }
+      logits_ = e_.model.decode(e_.backend, tokens, 1, pos_, cache_, rows, vocab);
+      ++pos_;
+      ++stats_.decode_steps;
+      stats_.decode_s += seconds_since(begin);
+    }
+    pending_ = false;
+    StepScores out;
+    out.logits.reserve(live.size() * size_t(vocab));
+    for (const size_t b : live) {
+      out.logits.insert(out.logits.end(), logits_.begin() + int64_t(b) * vocab,
+                        logits_.begin() + int64_t(b + 1) * vocab);
+    }
+    return out;
+  }
+
+ private:
+  const Engine& e_;
+  model::KvCache& cache_;
+  GenerateStats& stats_;
+  std::vector<float> logits_;  // [batch, vocab]: the distribution of each sequence's next token
+  int64_t pos_ = 0;            // the position the next step feeds
+  bool pending_ = false;       // the prefill's rows are the first step's
+};
 
 // The tokens sequence s generated, as text.
 std::string generated_text(const Engine& e, const Sequence& s) {
   return e.tokenizer.decode(std::span<const int32_t>(s.tokens).subspan(size_t(s.prompt)));
-}
-
-// After sequence s took a sampled token: whether it stops, and (when `text`: stop strings or a
-// listener need it every step) its text.
-void after_sample(const Engine& e, const GenerateOptions& o, int64_t limit, bool text, Sequence& s) {
-  const int32_t token = s.tokens.back();
-  const bool eod = o.eod && token == *o.eod;
-  if (eod) {  // it ends the text rather than being part of it
-    s.tokens.pop_back();
-    if (!s.out.logprobs.empty()) s.out.logprobs.pop_back();
-    if (!s.out.top_logprobs.empty()) s.out.top_logprobs.pop_back();
-  }
-  if (text) s.out.text = generated_text(e, s);
-  if (eod || std::find(o.stop_tokens.begin(), o.stop_tokens.end(), token) != o.stop_tokens.end()) {
-    s.done = true;
-    s.out.finish_reason = "stop";
-  }
-  size_t cut = std::string::npos;
-  for (const std::string& stop : o.stop) {
-    if (!stop.empty()) cut = std::min(cut, s.out.text.find(stop));
-  }
-  if (cut != std::string::npos) {
-    s.out.text.resize(cut);
-    s.done = true;
-    s.out.finish_reason = "stop";
-  }
-  if (!s.done && (s.generated >= o.max_tokens || int64_t(s.tokens.size()) >= limit)) {
-    s.done = true;
-    s.out.finish_reason = "length";
-  }
 }
 
 }  // namespace
@@ -80,12 +114,11 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
     for (const int32_t t : prompts[b]) {
       if (t < 0 || t >= e.vocab) throw std::invalid_argument("a prompt token is outside the vocabulary");
     }
-    seqs[b].tokens = prompts[b];
-    seqs[b].prompt = n;
-    seqs[b].out.prompt_tokens = n;
+    seqs[b] = {.tokens = prompts[b], .prompt = n};
     shortest = std::min(shortest, n);
     longest = std::max(longest, n);
   }
+  for (Sequence& s : seqs) s.position = shortest;  // the prefill's last rows are for it
   const int64_t batch = int64_t(seqs.size());
   // A sequence's positions: its prompt and max_tokens more, within the model's (max_tokens may be
   // anything a client sends: compared, never added past the model's positions).
@@ -95,8 +128,6 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
   // listeners; otherwise once at the end.
   const bool text_each_step = !o.stop.empty() || bool(on_text);
   model::KvCache cache = e.model.make_cache(e.backend, batch, limit);
-  Rng rng(o.seed);
-  Sampling sampling = o.sampling;
   GenerateStats local;
   GenerateStats& st = stats ? *stats : local;
   int64_t cache_bytes = 0;
@@ -107,89 +138,45 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
     st.kv_cache_positions = limit;
   }
 
-  // Prefill: positions 0..shortest-1 of every sequence. With logprobs every row's logits score
-  // the prompt; else only the last row's are needed.
-  const int64_t vocab = e.vocab;
-  std::vector<float> logits;  // [batch, vocab]: the distribution of each sequence's next token
-  {
-    const auto begin = Clock::now();
-    std::vector<int32_t> tokens, rows;
-    for (int64_t b = 0; b < batch; ++b) {
-      tokens.insert(tokens.end(), seqs[size_t(b)].tokens.begin(),
-                    seqs[size_t(b)].tokens.begin() + shortest);
-      for (int64_t t = o.logprobs ? 0 : shortest - 1; t < shortest; ++t) {
-        rows.push_back(int32_t(b * shortest + t));
-      }
+  CachedStep stepper(e, cache, st);
+  stepper.prefill(seqs, shortest, o.logprobs, o.top_logprobs);
+  std::vector<std::string> texts(seqs.size());
+  const OnChosen on_chosen = [&](size_t b, const Sequence& s) {
+    ++st.decode_tokens;
+    if (!text_each_step) return false;
+    std::string& text = texts[b];
+    text = generated_text(e, s);
+    size_t cut = std::string::npos;
+    for (const std::string& stop : o.stop) {
+      if (!stop.empty()) cut = std::min(cut, text.find(stop));
     }
-    std::vector<float> all = e.model.decode(e.backend, tokens, shortest, 0, cache, rows, vocab);
-    const int64_t per_seq = int64_t(rows.size()) / batch;
-    logits.resize(size_t(batch * vocab));
-    for (int64_t b = 0; b < batch; ++b) {
-      Sequence& s = seqs[size_t(b)];
-      for (int64_t t = 0; t + 1 < per_seq; ++t) {  // with logprobs: the prompt's own tokens
-        record(o, std::span(all).subspan(size_t((b * per_seq + t) * vocab), size_t(vocab)),
-               s.tokens[size_t(t + 1)], s.out);
-      }
-      std::copy_n(all.begin() + (b * per_seq + per_seq - 1) * vocab, vocab,
-                  logits.begin() + b * vocab);
-    }
-    st.prefill_tokens += batch * shortest;
-    st.prefill_s += seconds_since(begin);
-  }
-
-  for (int64_t pos = shortest; pos < limit; ++pos) {
-    // Position pos of each sequence: its prompt's token, or a sampled one.
-    bool any_active = false;
-    std::vector<size_t> grew;
-    for (int64_t b = 0; b < batch; ++b) {
-      Sequence& s = seqs[size_t(b)];
-      const std::span<const float> row(logits.data() + b * vocab, size_t(vocab));
-      if (pos < s.prompt) {
-        record(o, row, s.tokens[size_t(pos)], s.out);
-        any_active = true;
-        continue;
-      }
-      if (s.done) continue;
-      if (o.max_tokens == 0) {
-        s.done = true;
-        s.out.finish_reason = "length";
-        continue;
-      }
-      const int32_t token = sample(row, sampling, rng);
-      record(o, row, token, s.out);
-      s.tokens.push_back(token);
-      ++s.generated;
-      ++st.decode_tokens;
-      after_sample(e, o, limit, text_each_step, s);
-      grew.push_back(size_t(b));
-      if (!s.done) any_active = true;
-    }
-    if (on_text) {
-      for (const size_t b : grew) on_text(b, seqs[b].out.text);
-    }
-    if (o.top_p_decay > 0.0 && sampling.top_p > 0.0) {
-      sampling.top_p = std::max(sampling.top_p * o.top_p_decay, o.top_p_bound);
-    }
-    if (!any_active || pos + 1 >= limit) break;
-    // Every sequence's token at pos into the model (finished ones repeat a harmless token).
-    const auto begin = Clock::now();
-    std::vector<int32_t> step(static_cast<size_t>(batch)), rows(static_cast<size_t>(batch));
-    for (int64_t b = 0; b < batch; ++b) {
-      const Sequence& s = seqs[size_t(b)];
-      step[size_t(b)] = int64_t(s.tokens.size()) > pos ? s.tokens[size_t(pos)] : s.tokens.back();
-      rows[size_t(b)] = int32_t(b);
-    }
-    logits = e.model.decode(e.backend, step, 1, pos, cache, rows, vocab);
-    ++st.decode_steps;
-    st.decode_s += seconds_since(begin);
-  }
+    if (cut != std::string::npos) text.resize(cut);
+    if (on_text) on_text(b, text);
+    return cut != std::string::npos;
+  };
+  decode(stepper, seqs,
+         {.max_tokens = o.max_tokens,
+          .max_positions = limit,
+          .sampling = o.sampling,
+          .top_p_decay = o.top_p_decay,
+          .top_p_bound = o.top_p_bound,
+          .seed = o.seed,
+          .end_tokens = o.eod ? std::vector<int32_t>{*o.eod} : std::vector<int32_t>{},
+          .stop_tokens = o.stop_tokens,
+          .logprobs = o.logprobs,
+          .top_logprobs = o.top_logprobs},
+         on_chosen);
 
   std::vector<Generated> out;
-  for (Sequence& s : seqs) {
-    if (s.out.finish_reason.empty()) s.out.finish_reason = "length";
-    if (!text_each_step) s.out.text = generated_text(e, s);
-    s.out.tokens = std::move(s.tokens);
-    out.push_back(std::move(s.out));
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    Sequence& s = seqs[b];
+    std::string text = text_each_step ? std::move(texts[b]) : generated_text(e, s);
+    out.push_back({.tokens = std::move(s.tokens),
+                   .prompt_tokens = s.prompt,
+                   .text = std::move(text),
+                   .logprobs = std::move(s.logprobs),
+                   .top_logprobs = std::move(s.top_logprobs),
+                   .finish_reason = std::move(s.finish_reason)});
   }
   return out;
 }

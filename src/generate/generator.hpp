@@ -2,6 +2,7 @@
 // the prompts of a batch are prefilled up to the shortest one, then every sequence advances one
 // position per step, taking its own prompt's token while it has one and a sampled token after;
 // a sequence stops at its length limit, on end-of-document, on a stop token or on a stop string.
+// The loop is generate::decode (decode_loop.hpp); what is generate's own is the cached step.
 #pragma once
 
 #include <cstdint>
