@@ -104,4 +104,13 @@ std::optional<fs::path> resolve_checkpoint(const fs::path& path) {
   return path / name;
 }
 
+fs::path existing_checkpoint(const std::string& path) {
+  const std::optional<fs::path> dir = resolve_checkpoint(path);
+  if (!dir) {
+    throw UserError(path + ": not a checkpoint (no " + kIndexFile + ", no latest); pass an "
+                           "iter_NNNNNNN directory or a save directory");
+  }
+  return *dir;
+}
+
 }  // namespace megatron::ckpt

@@ -27,4 +27,8 @@ void prune(const std::filesystem::path& save, int64_t keep);
 // a `latest` that names a missing checkpoint is a UserError.
 std::optional<std::filesystem::path> resolve_checkpoint(const std::filesystem::path& path);
 
+// The checkpoint `path` names, for the tools that read one (convert, ckpt inspect, ckpt verify):
+// as resolve_checkpoint, but no checkpoint there is a UserError saying what to pass instead.
+std::filesystem::path existing_checkpoint(const std::string& path);
+
 }  // namespace megatron::ckpt

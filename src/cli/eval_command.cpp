@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/limits.hpp"
+#include "cli/machine_flags.hpp"
 #include "cli/sampling_flags.hpp"
 #include "cli/tokenizer_args.hpp"
 #include "core/error.hpp"
@@ -37,9 +38,7 @@ struct EvalArgs {
   std::string answer_field = "answer";
   std::string metrics = "exact_match,f1";
   int64_t max_tokens = 32;
-  double temperature = 0.0;  // generation: 0 is greedy
-  int64_t top_k = 0;
-  double top_p = 0.0;
+  SamplingArgs sampling{.temperature = 0.0};  // generation: 0 is greedy
   uint64_t seed = 1234;
   int threads = 0;
   int nproc = 0;
@@ -51,12 +50,12 @@ struct EvalArgs {
 
 // Generation tasks decode greedily unless --temperature asks for draws (megatron generate's
 // rules for the three settings).
-generate::Sampling sampling_of(const EvalArgs& a) {
-  check_sampling_flags(a.temperature, a.top_k, a.top_p);
+generate::Sampling sampling_of(const SamplingArgs& a) {
+  const generate::Sampling sampling = a.sampling();
   if (a.temperature == 0.0 && (a.top_k > 0 || a.top_p > 0.0)) {
     throw UserError("--top-k and --top-p shape draws: give --temperature too (0, the default, is greedy)");
   }
-  return generate::sampling_for(a.temperature, a.top_k, a.top_p);
+  return sampling;
 }
 
 // --task and its flags; none without --task (the recipe's eval.tasks run, each with its own keys).
@@ -91,7 +90,7 @@ void run_eval(const EvalArgs& a) {
                     .task = task_of(a),
                     .world = launch::job_world_size(a.nproc),
                     .batch_size = a.batch_size,
-                    .sampling = sampling_of(a),
+                    .sampling = sampling_of(a.sampling),
                     .seed = a.seed,
                     .threads = a.threads,
                     .device = a.device,
@@ -147,11 +146,11 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   flags.push_back(cmd->add_option("--max-tokens", args->max_tokens,
                                   "generation: most tokens generated per prompt (default 32)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20)));
-  cmd->add_option("--temperature", args->temperature,
+  cmd->add_option("--temperature", args->sampling.temperature,
                   "generation: sample with this temperature (default 0: greedy)");
-  cmd->add_option("--top-k", args->top_k, "generation, sampling: from the k most likely tokens (0: all)")
+  cmd->add_option("--top-k", args->sampling.top_k, "generation, sampling: from the k most likely tokens (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  cmd->add_option("--top-p", args->top_p,
+  cmd->add_option("--top-p", args->sampling.top_p,
                   "generation, sampling: from the smallest set of tokens with this much probability (0: off)");
   cmd->add_option("--seed", args->seed,
                   "generation, sampling: prompt i draws from seed + i (default 1234)")
@@ -162,8 +161,7 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--log-samples", args->log_samples,
                   "Write each sample's log-likelihoods here (jsonl, as lm-evaluation-harness's "
                   "--log_samples)");
-  cmd->add_option("--threads", args->threads, "CPU threads (default: every core)")->check(parallelism("threads"));
-  cmd->add_option("--device", args->device, "cpu, cuda or auto (default: the recipe's)");
+  add_machine_flags(cmd, args->threads, args->device);
   cmd->add_option("--nproc", args->nproc,
                   "Start a local job of this many ranks (mpirun -np N); each a data-parallel "
                   "replica unless parallel.tensor=T says otherwise")

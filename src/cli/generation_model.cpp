@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/limits.hpp"
+#include "cli/machine_flags.hpp"
 #include "core/error.hpp"
 #include "dist/launcher.hpp"
 #include "launch/local_job.hpp"
@@ -14,8 +15,7 @@ namespace megatron::cli {
 void ModelArgs::add_to(CLI::App* cmd) {
   cmd->add_option("checkpoint", checkpoint, "Checkpoint (save directory or iter_NNNNNNN)")->required();
   cmd->add_option("overrides", overrides, "section.key=value recipe overrides");
-  cmd->add_option("--threads", threads, "CPU threads (default: every core)")->check(parallelism("threads"));
-  cmd->add_option("--device", device, "cpu, cuda or auto (default: the recipe's)");
+  add_machine_flags(cmd, threads, device);
   cmd->add_option("--nproc", nproc,
                   "Start a local job of this many ranks (mpirun -np N), the model split over them "
                   "by tensor parallelism")

@@ -19,4 +19,9 @@ void check_sampling_flags(double temperature, int64_t top_k, double top_p) {
   }
 }
 
+generate::Sampling SamplingArgs::sampling() const {
+  check_sampling_flags(temperature, top_k, top_p);
+  return generate::sampling_for(temperature, greedy ? 1 : top_k, top_p);
+}
+
 }  // namespace megatron::cli

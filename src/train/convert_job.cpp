@@ -1,0 +1,206 @@
+#include "train/convert_job.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "ckpt/checkpoint_reader.hpp"
+#include "ckpt/directory.hpp"
+#include "ckpt/hf_tokenizer.hpp"
+#include "ckpt/hugging_face.hpp"
+#include "ckpt/rewrite.hpp"
+#include "core/error.hpp"
+#include "core/output_dir.hpp"
+#include "core/printable.hpp"
+#include "core/progress_line.hpp"
+#include "plan/engine_support.hpp"
+#include "plan/model_config.hpp"
+#include "recipe/enum_names.hpp"
+#include "tensor/tensor.hpp"
+#include "train/checkpoint_job.hpp"
+
+namespace megatron::train {
+namespace {
+namespace fs = std::filesystem;
+
+std::optional<tensor::DType> parse_dtype(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text == "f32" || text == "fp32") return tensor::DType::F32;
+  if (text == "bf16") return tensor::DType::Bf16;
+  if (text == "f16" || text == "fp16") return tensor::DType::F16;
+  throw UserError("--dtype " + text + ": expected f32, bf16 or f16");
+}
+
+double elapsed_s(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The tokenizer files the checkpoint's recipe names, beside an exported model, so that
+// AutoTokenizer loads the directory. False (and a warning) when this machine lacks them.
+bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) {
+  const ckpt::HfTokenizerFiles files = ckpt::tokenizer_of_recipe(meta.recipe);
+  std::error_code ec;
+  for (const std::string& f : {files.vocab_file, files.merge_file, files.tokenizer_model}) {
+    if (!f.empty() && !fs::is_regular_file(f, ec)) {
+      spdlog::warn(
+          "the tokenizer file {} is not on this machine: no tokenizer files written; "
+          "AutoTokenizer will not load {}",
+          printable(f), dir.string());
+      return false;
+    }
+  }
+  if (files.kind == recipe::Tokenizer::Null ||
+      (files.vocab_file.empty() && files.tokenizer_model.empty())) {
+    spdlog::warn(
+        "the checkpoint's recipe names no tokenizer files (data.vocab_file, merge_file or "
+        "tokenizer_model): no tokenizer files written; AutoTokenizer will not load {}",
+        dir.string());
+    return false;
+  }
+  // model_max_length: the model's positions, as the checkpoint recorded them.
+  int64_t positions = 0;
+  if (const auto field = ckpt::model_field(meta, "model.max_position_embeddings")) {
+    std::from_chars(field->data(), field->data() + field->size(), positions);
+  }
+  ckpt::write_hf_tokenizer(files, dir, positions);
+  return true;
+}
+
+// --to hf: the checkpoint's weights as a Hugging Face model directory.
+void export_hf(const ConvertJob& a, std::optional<tensor::DType> dtype) {
+  if (a.tp > 0 || a.pp > 0) throw UserError("--to hf writes one whole model: drop --tp and --pp");
+  const fs::path dir = ckpt::existing_checkpoint(a.load);
+  std::error_code ec;
+  if (fs::exists(fs::path(a.save) / "config.json", ec) ||
+      fs::exists(fs::path(a.save) / "model.safetensors", ec)) {
+    throw UserError(a.save + " holds a Hugging Face model already; choose another --save");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ckpt::CheckpointReader reader(dir);
+  // The model the checkpoint's recipe describes, as every job reads it (plan::model_config).
+  const recipe::CompiledRecipe compiled = compile_for_checkpoint(reader.meta(), dir, {});
+  const model::ModelConfig config = plan::model_config(compiled.recipe, compiled.derived);
+  const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
+  bool tokenizer = false;
+  try {
+    ckpt::export_hugging_face(reader, config, a.save, dtype);
+    tokenizer = export_hf_tokenizer(reader.meta(), a.save);
+  } catch (...) {
+    remove_created(created);
+    throw;
+  }
+  std::cout << fmt::format("wrote {} (config.json, model.safetensors{}) from {} in {:.1f} s\n",
+                           a.save, tokenizer ? ", tokenizer files" : "", dir.string(),
+                           elapsed_s(start));
+}
+
+// The layout's refusals, before anything is written: a pipeline the model's positions cannot be
+// split over, heads or query groups that the tensor split does not divide.
+void check_target(const ckpt::CheckpointMeta& meta, const ckpt::RewriteTarget& target,
+                  const fs::path& dir) {
+  const auto position = recipe::parse_enum<recipe::PositionEmbedding>(
+      ckpt::model_field(meta, "model.position_embedding").value_or("learned"));
+  if (const std::string why = plan::pipeline_refusal(
+          position.value_or(recipe::PositionEmbedding::Learned), target.pipeline);
+      !why.empty()) {
+    throw UserError(fmt::format("--pp {}: {}, so their checkpoints stay on one; drop --pp",
+                                target.pipeline, why));
+  }
+  for (const char* key : {"model.num_attention_heads", "model.num_query_groups"}) {
+    const std::string v = ckpt::model_field(meta, key).value_or("");
+    int64_t n = 0;
+    if (!v.empty() &&
+        (std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc() || n < 1)) {
+      throw UserError(
+          fmt::format("{}: the checkpoint's {} is '{}', not a positive integer (damaged "
+                      "checkpoint?)",
+                      dir.string(), key, printable(v)));
+    }
+    if (!v.empty() && n % target.tensor != 0) {
+      throw UserError(fmt::format("--tp {}: the model's {} ({}) is not divisible by it",
+                                  target.tensor, key, v));
+    }
+  }
+}
+
+}  // namespace
+
+void convert(const ConvertJob& a) {
+  const std::optional<tensor::DType> dtype = parse_dtype(a.dtype);
+  if ((!a.to.empty() && a.to != "hf") || (!a.from.empty() && a.from != "hf")) {
+    throw UserError("--to and --from take hf (Hugging Face) only");
+  }
+  if (!a.to.empty() && !a.from.empty()) throw UserError("--to hf and --from hf: choose one");
+  if (a.to == "hf") return export_hf(a, dtype);
+  // The source: a checkpoint, or a Hugging Face directory (weights only, iteration 0).
+  std::unique_ptr<ckpt::TensorSource> source;
+  ckpt::CheckpointMeta meta;
+  fs::path dir;
+  if (a.from == "hf") {
+    auto hf = std::make_unique<ckpt::HuggingFaceSource>(a.load, std::max<int64_t>(a.tp, 1));
+    meta = hf->meta();
+    source = std::move(hf);
+    dir = a.load;
+  } else {
+    dir = ckpt::existing_checkpoint(a.load);
+    auto reader = std::make_unique<ckpt::CheckpointReader>(dir);
+    meta = reader->meta();
+    source = std::move(reader);
+  }
+  const ckpt::RewriteTarget target{.tensor = a.tp > 0 ? a.tp : meta.layout.tensor,
+                                   .pipeline = a.pp > 0 ? a.pp : meta.layout.pipeline,
+                                   .dtype = dtype};
+  check_target(meta, target, dir);
+  // Never write over a checkpoint: the output's iteration must be new there.
+  const fs::path out = fs::path(a.save) / ckpt::iteration_dir_name(meta.state.iteration);
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    throw UserError(out.string() + " exists already; choose another --save");
+  }
+  if (fs::weakly_canonical(dir, ec) == fs::weakly_canonical(out, ec)) {
+    throw UserError("--save " + a.save + " would overwrite the checkpoint being read");
+  }
+  const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
+
+  const auto start = std::chrono::steady_clock::now();
+  ProgressLine line;
+  ckpt::RewriteProgress progress;
+  if (!a.quiet) {
+    progress = [&](int64_t done, int64_t total) {
+      line.count("convert", done, total, "tensor shards", elapsed_s(start));
+    };
+  }
+  fs::path written;
+  try {
+    written = ckpt::rewrite_checkpoint(*source, meta, target, a.save, progress);
+  } catch (...) {
+    remove_created(created);  // rewrite_checkpoint removed its staging directory
+    throw;
+  }
+  if (a.from == "hf") {
+    // A recipe for the imported model, to train or fine-tune it from the checkpoint.
+    const fs::path recipe = fs::path(a.save) / "recipe.yaml";
+    if (!(std::ofstream(recipe) << meta.recipe)) {
+      throw RuntimeFailure("cannot write " + recipe.string() + " (the checkpoint " +
+                           written.string() + " is complete)");
+    }
+    std::cout << fmt::format(
+        "recipe for this model: {}; train it with megatron run {} "
+        "checkpoint.load={}\n",
+        recipe.string(), recipe.string(), a.save);
+  }
+  std::cout << fmt::format("wrote {}: tensor {} x pipeline {}, {} ({} rank files) in {:.1f} s\n",
+                           written.string(), target.tensor, target.pipeline,
+                           dtype ? std::string(tensor::name(*dtype)) : meta.dtype,
+                           target.tensor * target.pipeline, elapsed_s(start));
+}
+
+}  // namespace megatron::train
