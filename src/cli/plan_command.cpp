@@ -1,7 +1,7 @@
 // `megatron plan RECIPE [overrides] [--nodes N --gpus-per-node G] [--hardware NAME|FILE.json]
 // [--rank R] [--json]`, and `megatron plan [RECIPE] --calibrate [--output FILE] [--device D]
 // [--threads N] [--quick]`, which measures this machine into a hardware profile file first.
-#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -12,19 +12,13 @@
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
 #include "dist/launcher.hpp"
-#include "dist/mpi_communicator.hpp"
+#include "plan/engine_support.hpp"
 #include "plan/hardware.hpp"
 #include "plan/hardware_file.hpp"
 #include "plan/plan.hpp"
 #include "plan/report.hpp"
-
-#include <nlohmann/json.hpp>
-#include "plan/engine_support.hpp"
 #include "recipe/compile.hpp"
-#include "recipe/schema.hpp"
-#include "tensor/make_backend.hpp"
-#include "train/calibration.hpp"
-#include "train/device_setup.hpp"
+#include "train/calibration_job.hpp"
 
 namespace megatron::cli {
 namespace {
@@ -44,42 +38,6 @@ struct PlanArgs {
   bool quick = false;
   bool force = false;
 };
-
-// Measures this machine (every rank of an mpirun job takes part in the collectives) and writes
-// the profile; returns its path.
-std::string run_calibration(const PlanArgs& args, const std::string& output) {
-  const std::string base_name = args.hardware.value_or("cpu");
-  const plan::HardwareProfile& base = plan::find_hardware(base_name);
-  const tensor::Device device =
-      args.device == "cuda" || (args.device.empty() && base.name != "cpu") ? tensor::Device::Cuda
-                                                                            : tensor::Device::Cpu;
-  const dist::LaunchInfo launch = dist::launch_info();
-  if (device == tensor::Device::Cuda) tensor::select_cuda_device(launch.local_rank);
-  std::unique_ptr<dist::MpiRuntime> mpi;
-  if (launch.world_size > 1) mpi = std::make_unique<dist::MpiRuntime>();
-  auto backend = tensor::make_backend(device, {.threads = args.threads,
-                                               .cuda_device = launch.local_rank});
-  auto world = train::make_world(mpi.get(), *backend);
-  const bool writer = world->rank() == 0;
-  if (writer)
-    std::cerr << fmt::format("calibrating {} from the {} profile's datasheet numbers{}\n",
-                             backend->description(), base.name,
-                             world->size() > 1 ? fmt::format(", {} ranks", world->size()) : "");
-  train::CalibrationOptions options;
-  options.quick = args.quick;
-  options.progress = [](const std::string& line) { std::cerr << "  " << line << std::endl; };
-  plan::HardwareProfile profile = train::calibrate(base, *backend, world.get(), options);
-  profile.name = base.name + "-calibrated";
-  profile.description = base.description + ", calibrated";
-  if (writer) {
-    plan::write_hardware_file(profile, output);
-    std::cerr << fmt::format("wrote {}: use it with `megatron plan RECIPE --hardware {}` or "
-                             "cluster.hardware: {}\n",
-                             output, output, output);
-  }
-  world->barrier();
-  return output;
-}
 
 // Refuses misused flags, and a profile that could not be written, before anything is measured.
 // Returns where --calibrate writes.
@@ -116,7 +74,11 @@ std::string check_calibration_flags(const PlanArgs& args) {
 void run_plan(PlanArgs args) {
   const std::string output = check_calibration_flags(args);
   if (args.calibrate) {
-    const std::string written = run_calibration(args, output);
+    const std::string written = train::calibrate_to_file({.base = args.hardware.value_or("cpu"),
+                                                          .device = args.device,
+                                                          .threads = args.threads,
+                                                          .quick = args.quick,
+                                                          .output = output});
     if (args.file.empty() || dist::launch_info().rank != 0) return;
     args.hardware = written;
   } else if (args.file.empty()) {
