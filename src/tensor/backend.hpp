@@ -15,6 +15,7 @@
 #include <vector>
 #include <span>
 
+#include "tensor/attention_spec.hpp"
 #include "tensor/op_params.hpp"
 #include "tensor/tensor.hpp"
 
@@ -25,6 +26,12 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string description() const = 0;  // e.g. "cpu (OpenBLAS, 2 threads)"
+  // Which implementation runs an attention of `spec` here (heads of `head_dim` channels stored
+  // in `dtype`), or why this device cannot: the answer the planner records for every layer
+  // (tensor::attention_support, which it asks by device before any backend exists).
+  AttentionSupport supports(const AttentionSpec& spec, int64_t head_dim, DType dtype) const {
+    return attention_support(device(), spec, head_dim, dtype);
+  }
 
   // --- memory -------------------------------------------------------------------------------
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
