@@ -5,10 +5,12 @@
 // usage: megatron-gpu-bench [--json FILE] [--only gemm,kernels,attention] [--reps N]
 //                           [--warmup N] [--budget-ms MS] [--device N]
 //
-// Timing: each call is enqueued on the backend's stream between two cudaEvents; `warmup`
-// untimed calls first, then the median of up to `reps` timed calls (fewer when `reps` calls
-// would take longer than budget-ms). Inputs are random normal (power draw, and so clocks,
-// depend on the data a GEMM sees).
+// Timing: `warmup` untimed calls first, then the median of up to `reps` timed calls (fewer when
+// `reps` calls would take longer than budget-ms). GEMM and attention rows: each call enqueued on
+// the backend's stream between two cudaEvents. Kernel rows: the op harness's timer
+// (tests/ops/op_timer.hpp, shared with megatron-op-bench), steady_clock around each call and
+// Backend::synchronize() after it. Inputs are random normal (power draw, and so clocks, depend
+// on the data a GEMM sees).
 //
 // Sections:
 //   GEMM       gpt-125m and gpt-1.3b training-step shapes at 8 x 2048 tokens in bf16 (forward
@@ -17,9 +19,11 @@
 //              best cublasGemmEx (legacy cuBLAS, CUBLAS_COMPUTE_32F, default algorithm) of the
 //              NN, NT and TN layouts of an 8192^3 bf16 product (the f32 row: the same with
 //              CUBLAS_COMPUTE_32F_FAST_TF32).
-//   kernels    every other op on realistic shapes; GB/s = bytes read + written (the formula is
-//              printed on each row) / time; "vs copy" divides by a 1 GiB device-to-device
-//              cudaMemcpyAsync, counted as 2 GiB moved (read + write), measured first.
+//   kernels    every other op on realistic shapes: the op harness's timing cases
+//              (tests/ops/timing_op_cases.cpp, which megatron-op-bench --set timing also runs);
+//              GB/s = bytes read + written (the formula is printed on each row) / time; "vs copy"
+//              divides by a 1 GiB device-to-device cudaMemcpyAsync, counted as 2 GiB moved (read
+//              + write), measured first with cudaEvents.
 //   attention  CudaBackend::attention_forward/backward in bf16; forward FLOPs 4 B H S^2 D
 //              (half when causal), backward 2.5x forward; "vs peak" as for the GEMMs.
 //
@@ -37,30 +41,30 @@
 #include <exception>
 #include <fstream>
 #include <functional>
-#include <random>
-#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "kernels/device.hpp"
+#include "ops/op_case.hpp"
+#include "ops/op_timer.hpp"
 #include "tensor/backend.hpp"
 #include "tensor/cuda_backend.hpp"
 
 namespace {
 
 namespace mt = megatron::tensor;
+namespace ops = megatron::ops_test;
 using mt::Backend;
 using mt::DType;
 using mt::Shape;
 using mt::Tensor;
 
-constexpr int64_t kTokens = 8 * 2048;  // a micro-batch of 8 sequences of 2048
-constexpr int64_t kVocab = 50304;      // GPT-2's 50257 padded to a multiple of 128
-constexpr int64_t kGpt125mParams = 125262336;
+constexpr int64_t kTokens = ops::kTimingTokens;  // a micro-batch of 8 sequences of 2048
+constexpr int64_t kVocab = ops::kTimingVocab;    // GPT-2's 50257 padded to a multiple of 128
 constexpr int kSquare = 8192;  // the square GEMMs: 8192^3
+constexpr uint32_t kKernelSeed = 1234;  // the timing cases' inputs
 
 void check_cuda(cudaError_t status, const std::string& what) {
   if (status != cudaSuccess) {
@@ -157,11 +161,6 @@ bool parse_args(int argc, char** argv, Options& o) {
 
 // --- timing ----------------------------------------------------------------------------------
 
-struct Timing {
-  double median_ms = NAN;
-  int reps = 0;
-};
-
 class Stopwatch {
  public:
   Stopwatch(cudaStream_t stream, int max_reps) : stream_(stream) {
@@ -174,7 +173,7 @@ class Stopwatch {
   Stopwatch(const Stopwatch&) = delete;
   Stopwatch& operator=(const Stopwatch&) = delete;
 
-  Timing measure(const std::function<void()>& op, int warmup, double budget_ms) {
+  ops::OpTiming measure(const std::function<void()>& op, int warmup, double budget_ms) {
     using Clock = std::chrono::steady_clock;
     const auto begin = Clock::now();
     for (int i = 0; i < warmup; ++i) {
@@ -199,7 +198,7 @@ class Stopwatch {
     for (int i = 0; i < reps; ++i) ms[size_t(i)] = elapsed(2 * size_t(i));
     std::sort(ms.begin(), ms.end());
     const size_t mid = ms.size() / 2;
-    Timing t;
+    ops::OpTiming t;
     t.median_ms = ms.size() % 2 == 1 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
     t.reps = reps;
     return t;
@@ -253,20 +252,6 @@ class Inputs {
     return x;
   }
   Tensor empty(const Shape& shape, DType dtype) { return be_.empty(shape, dtype); }
-  // n i32 ids uniform in [0, range), the same ones every time for the same n and range.
-  static std::vector<int32_t> host_ids(int64_t n, int64_t range) {
-    std::mt19937 rng(uint32_t(n + range));
-    std::uniform_int_distribution<int32_t> pick(0, int32_t(range - 1));
-    std::vector<int32_t> host(size_t(n), 0);
-    for (int32_t& v : host) v = pick(rng);
-    return host;
-  }
-  Tensor ids(int64_t n, int64_t range) {
-    const std::vector<int32_t> host = host_ids(n, range);
-    Tensor x = be_.empty({n}, DType::I32);
-    be_.write(x, host.data());
-    return x;
-  }
 
  private:
   Backend& be_;
@@ -342,12 +327,18 @@ class Bench {
   double tf32_peak() const { return tf32_peak_; }
   double copy_peak() const { return copy_peak_; }
 
-  // Times the op that `setup` returns (setup allocates its tensors, which the op holds) and
-  // records the row, its rate work / time / `scale`; a failure anywhere is recorded, not thrown.
+  // Times the op that `setup` returns (setup allocates its tensors, which the op holds) with the
+  // cudaEvents, and records the row.
   Row& run(Row row, const std::function<std::function<void()>()>& setup, double scale) {
+    return record(std::move(row), [&] { return watch_.measure(setup(), o_.warmup, o_.budget_ms); },
+                  scale);
+  }
+
+  // Records the row that `measure` times, its rate work / time / `scale`; a failure anywhere is
+  // recorded, not thrown.
+  Row& record(Row row, const std::function<ops::OpTiming()>& measure, double scale) {
     try {
-      std::function<void()> op = setup();
-      const Timing t = watch_.measure(op, o_.warmup, o_.budget_ms);
+      const ops::OpTiming t = measure();
       row.ms = t.median_ms;
       row.reps = t.reps;
       row.rate = row.work / (row.ms * 1e-3) / scale;
@@ -517,279 +508,20 @@ class Bench {
     copy_reference();
     std::printf("%-24s %-30s %9s %9s %9s %8s  %s\n", "op", "shape", "MB", "ms", "GB/s", "vs copy",
                 "bytes counted");
-    const int64_t T = kTokens;
-    const double e2 = 2.0, e4 = 4.0;  // bytes of bf16, f32 / i32
-
-    {  // LayerNorm at gpt-1.3b's width
-      const int64_t H = 2048;
-      const double act = double(T) * H * e2;
-      kernel("layer_norm fwd", shape_text({T, H}, DType::Bf16),
-             "x + y + gamma + beta + mean,rstd f32", 2 * act + 2 * H * e2 + 2 * T * e4,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, H}, DType::Bf16), gamma = in_.random({H}, DType::Bf16),
-                      beta = in_.random({H}, DType::Bf16), y = in_.empty({T, H}, DType::Bf16),
-                      mean = in_.empty({T}, DType::F32), rstd = in_.empty({T}, DType::F32);
-               return [this, x, gamma, beta, y, mean, rstd]() mutable {
-                 be_.layer_norm_forward(x, gamma, beta, 1e-5f, y, mean, rstd);
-               };
-             });
-      kernel("layer_norm bwd", shape_text({T, H}, DType::Bf16),
-             "dy + x + dx + gamma + mean,rstd + 2x dgamma,dbeta f32",
-             3 * act + H * e2 + 2 * T * e4 + 4 * H * e4, [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, H}, DType::Bf16), dy = in_.random({T, H}, DType::Bf16),
-                      gamma = in_.random({H}, DType::Bf16), beta = in_.random({H}, DType::Bf16),
-                      y = in_.empty({T, H}, DType::Bf16), dx = in_.empty({T, H}, DType::Bf16),
-                      mean = in_.empty({T}, DType::F32), rstd = in_.empty({T}, DType::F32),
-                      dgamma = in_.zeros({H}, DType::F32), dbeta = in_.zeros({H}, DType::F32);
-               be_.layer_norm_forward(x, gamma, beta, 1e-5f, y, mean, rstd);
-               return [this, dy, x, gamma, mean, rstd, dx, dgamma, dbeta]() mutable {
-                 be_.layer_norm_backward(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
-               };
-             });
-    }
-    {  // RMSNorm at llama-7b's width
-      const int64_t H = 4096;
-      const double act = double(T) * H * e2;
-      kernel("rms_norm fwd", shape_text({T, H}, DType::Bf16), "x + y + gamma + rstd f32",
-             2 * act + H * e2 + T * e4, [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, H}, DType::Bf16), gamma = in_.random({H}, DType::Bf16),
-                      y = in_.empty({T, H}, DType::Bf16), rstd = in_.empty({T}, DType::F32);
-               return [this, x, gamma, y, rstd]() mutable {
-                 be_.rms_norm_forward(x, gamma, 1e-5f, y, rstd);
-               };
-             });
-      kernel("rms_norm bwd", shape_text({T, H}, DType::Bf16),
-             "dy + x + dx + gamma + rstd f32 + 2x dgamma f32",
-             3 * act + H * e2 + T * e4 + 2 * H * e4, [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, H}, DType::Bf16), dy = in_.random({T, H}, DType::Bf16),
-                      gamma = in_.random({H}, DType::Bf16), y = in_.empty({T, H}, DType::Bf16),
-                      dx = in_.empty({T, H}, DType::Bf16), rstd = in_.empty({T}, DType::F32),
-                      dgamma = in_.zeros({H}, DType::F32);
-               be_.rms_norm_forward(x, gamma, 1e-5f, y, rstd);
-               return [this, dy, x, gamma, rstd, dx, dgamma]() mutable {
-                 be_.rms_norm_backward(dy, x, gamma, rstd, dx, dgamma);
-               };
-             });
-    }
-    {  // GeLU on gpt-1.3b's fc1 output
-      const int64_t F = 8192;
-      const double act = double(T) * F * e2;
-      kernel("gelu fwd", shape_text({T, F}, DType::Bf16), "x + y", 2 * act,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, F}, DType::Bf16), y = in_.empty({T, F}, DType::Bf16);
-               return [this, x, y]() mutable { be_.gelu_forward(x, y, false); };
-             });
-      kernel("gelu bwd", shape_text({T, F}, DType::Bf16), "dy + x + dx", 3 * act,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, F}, DType::Bf16), dy = in_.random({T, F}, DType::Bf16),
-                      dx = in_.empty({T, F}, DType::Bf16);
-               return [this, dy, x, dx]() mutable { be_.gelu_backward(dy, x, dx, false); };
-             });
-    }
-    {  // SwiGLU at llama-7b's FFN width
-      const int64_t F = 11008;
-      const double half = double(T) * F * e2;
-      kernel("swiglu fwd", shape_text({T, 2 * F}, DType::Bf16), "x [T,2F] + y [T,F]", 3 * half,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, 2 * F}, DType::Bf16), y = in_.empty({T, F}, DType::Bf16);
-               return [this, x, y]() mutable { be_.swiglu_forward(x, y); };
-             });
-      kernel("swiglu bwd", shape_text({T, 2 * F}, DType::Bf16), "dy [T,F] + x + dx [T,2F]",
-             5 * half, [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, 2 * F}, DType::Bf16),
-                      dy = in_.random({T, F}, DType::Bf16),
-                      dx = in_.empty({T, 2 * F}, DType::Bf16);
-               return [this, dy, x, dx]() mutable { be_.swiglu_backward(dy, x, dx); };
-             });
-    }
-    {  // biases of gpt-1.3b's fc1
-      const int64_t F = 8192;
-      const double act = double(T) * F * e2;
-      kernel("bias_add", shape_text({T, F}, DType::Bf16), "x read + x written + bias",
-             2 * act + F * e2, [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, F}, DType::Bf16), bias = in_.random({F}, DType::Bf16);
-               return [this, x, bias]() mutable { be_.bias_add(x, bias); };
-             });
-      kernel("bias_grad", shape_text({T, F}, DType::Bf16), "dy + 2x dbias f32", act + 2 * F * e4,
-             [=, this]() -> std::function<void()> {
-               Tensor dy = in_.random({T, F}, DType::Bf16), dbias = in_.zeros({F}, DType::F32);
-               return [this, dy, dbias]() mutable { be_.bias_grad(dy, dbias); };
-             });
-    }
-    {  // the residual connection of gpt-1.3b, hidden dropout 0.1
-      const int64_t H = 2048;
-      const double act = double(T) * H * e2;
-      kernel("dropout_add p=0.1", shape_text({T, H}, DType::Bf16), "x + residual + out", 3 * act,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, H}, DType::Bf16), res = in_.random({T, H}, DType::Bf16),
-                      out = in_.empty({T, H}, DType::Bf16);
-               return [this, x, res, out]() mutable {
-                 mt::RngKey key;
-                 key.seed = 7;
-                 key.stream = 3;
-                 be_.dropout_add(x, res, out, 0.1f, key);
-               };
-             });
-    }
-    {  // master weights to the model's bf16 copy
-      const int64_t n = kGpt125mParams;
-      kernel("copy f32->bf16", shape_text({n}, DType::F32), "src f32 + dst bf16", n * (e4 + e2),
-             [=, this]() -> std::function<void()> {
-               Tensor src = in_.random({n}, DType::F32), dst = in_.empty({n}, DType::Bf16);
-               return [this, src, dst]() mutable { be_.copy(src, dst); };
-             });
-    }
-    {  // the loss over the padded GPT-2 vocabulary
-      const double logits = double(T) * kVocab * e2;
-      kernel("cross_entropy fwd", shape_text({T, kVocab}, DType::Bf16),
-             "logits + targets i32 + loss,lse f32", logits + 3 * T * e4,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, kVocab}, DType::Bf16), targets = in_.ids(T, kVocab),
-                      loss = in_.empty({T}, DType::F32), lse = in_.empty({T}, DType::F32);
-               return [this, x, targets, loss, lse]() mutable {
-                 be_.cross_entropy_forward(x, targets, loss, lse, mt::VocabShard{});
-               };
-             });
-      kernel("cross_entropy bwd", shape_text({T, kVocab}, DType::Bf16),
-             "logits + targets,lse,dloss + dlogits", 2 * logits + 3 * T * e4,
-             [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({T, kVocab}, DType::Bf16), targets = in_.ids(T, kVocab),
-                      loss = in_.empty({T}, DType::F32), lse = in_.empty({T}, DType::F32),
-                      dloss = in_.empty({T}, DType::F32),
-                      dx = in_.empty({T, kVocab}, DType::Bf16);
-               be_.fill(dloss, 1.0 / double(T));
-               be_.cross_entropy_forward(x, targets, loss, lse, mt::VocabShard{});
-               return [this, x, targets, lse, dloss, dx]() mutable {
-                 be_.cross_entropy_backward(x, targets, lse, dloss, dx, mt::VocabShard{});
-               };
-             });
-    }
-    {  // gpt-1.3b's word embedding
-      const int64_t H = 2048;
-      const double act = double(T) * H * e2;
-      kernel("embedding fwd", shape_text({kVocab, H}, DType::Bf16),
-             "ids + gathered rows + out", T * e4 + 2 * act, [=, this]() -> std::function<void()> {
-               Tensor ids = in_.ids(T, kVocab), table = in_.random({kVocab, H}, DType::Bf16),
-                      out = in_.empty({T, H}, DType::Bf16);
-               return [this, ids, table, out]() mutable {
-                 be_.embedding_forward(ids, table, out, 0, false);
-               };
-             });
-      const std::vector<int32_t> ids = Inputs::host_ids(T, kVocab);  // the ids of the case below
-      const auto distinct = int64_t(std::unordered_set<int32_t>(ids.begin(), ids.end()).size());
-      kernel("embedding bwd", shape_text({kVocab, H}, DType::F32),
-             "ids + dout + 2x touched dtable rows f32 (" + std::to_string(distinct) + ")",
-             T * e4 + act + 2.0 * double(distinct) * H * e4, [=, this]() -> std::function<void()> {
-               Tensor ids = in_.ids(T, kVocab), dout = in_.random({T, H}, DType::Bf16),
-                      dtable = in_.zeros({kVocab, H}, DType::F32);
-               return [this, ids, dout, dtable]() mutable {
-                 be_.embedding_backward(ids, dout, dtable, 0);
-               };
-             });
-    }
-    {  // RoPE on llama-7b's q and k
-      mt::AttentionShape s;
-      s.batch = 8;
-      s.seq = 2048;
-      s.heads = 32;
-      s.groups = 32;
-      s.head_dim = 128;
-      const Shape qkv_shape{s.batch * s.seq, s.qkv_width()};
-      kernel("rotary", shape_text(qkv_shape, DType::Bf16), "q,k read + written",
-             2.0 * double(T) * double(s.heads + s.groups) * double(s.head_dim) * e2,
-             [=, this]() -> std::function<void()> {
-               Tensor qkv = in_.random(qkv_shape, DType::Bf16);
-               mt::RotaryOptions ro;
-               ro.rotary_dim = s.head_dim;
-               return [this, qkv, s, ro]() mutable { be_.rotary(qkv, s, ro, false); };
-             });
-    }
-    {  // the optimizer over gpt-125m's parameters
-      const int64_t n = kGpt125mParams;
-      kernel("adamw_update", shape_text({n}, DType::F32),
-             "master,grad,m,v read + master,m,v written (f32)", 7.0 * double(n) * e4,
-             [=, this]() -> std::function<void()> {
-               Tensor master = in_.random({n}, DType::F32, 0.02f),
-                      grad = in_.random({n}, DType::F32, 1e-3f), m = in_.zeros({n}, DType::F32),
-                      v = in_.zeros({n}, DType::F32);
-               return [this, master, grad, m, v]() mutable {
-                 be_.adamw_update(master, grad, m, v, adamw_step());
-               };
-             });
-      const std::vector<Shape> shapes = gpt125m_parameter_shapes();
-      const std::string many_shape = std::to_string(shapes.size()) + " tensors, " +
-                                     std::to_string(n) + " f32";
-      kernel("adamw_update_many", many_shape,
-             "adamw_update's + bf16 value written", double(n) * (7 * e4 + e2),
-             [=, this]() -> std::function<void()> {
-               auto params = std::make_shared<std::vector<mt::AdamWParam>>();
-               for (const Shape& shape : shapes) {
-                 mt::AdamWParam p;
-                 p.master = in_.random(shape, DType::F32, 0.02f);
-                 p.grad = in_.random(shape, DType::F32, 1e-3f);
-                 p.m = in_.zeros(shape, DType::F32);
-                 p.v = in_.zeros(shape, DType::F32);
-                 p.value = in_.empty(shape, DType::Bf16);
-                 p.weight_decay = shape.size() > 1 ? 0.1f : 0.0f;
-                 params->push_back(p);
-               }
-               return [this, params]() {
-                 be_.adamw_update_many(std::span<const mt::AdamWParam>(*params), adamw_step());
-               };
-             });
-      kernel("sum_squares", shape_text({n}, DType::F32), "x f32 (includes the host round trip)",
-             double(n) * e4, [=, this]() -> std::function<void()> {
-               Tensor x = in_.random({n}, DType::F32, 1e-3f);
-               return [this, x]() { sink_ += be_.sum_squares(x); };
-             });
-      kernel("sum_squares_many", many_shape, "x f32 (includes the host round trip)",
-             double(n) * e4, [=, this]() -> std::function<void()> {
-               auto xs = std::make_shared<std::vector<Tensor>>();
-               for (const Shape& shape : shapes) xs->push_back(in_.random(shape, DType::F32, 1e-3f));
-               return [this, xs]() {
-                 sink_ += be_.sum_squares_many(std::span<const Tensor>(*xs));
-               };
-             });
-    }
+    for (const ops::TimingCase& c : ops::timing_op_cases()) kernel(c);
   }
 
-  static mt::AdamWStep adamw_step() {
-    mt::AdamWStep step;
-    step.lr = 1e-4f;
-    step.beta1 = 0.9f;
-    step.beta2 = 0.95f;
-    step.eps = 1e-8f;
-    step.weight_decay = 0.1f;
-    step.step = 10;
-    step.grad_scale = 1.0f;
-    return step;
-  }
-
-  // gpt-125m's parameters, one tensor each: word and position embeddings, 12 blocks of
-  // LayerNorm, QKV, projection, LayerNorm, fc1, fc2 (with biases), the final LayerNorm.
-  static std::vector<Shape> gpt125m_parameter_shapes() {
-    const int64_t h = 768, f = 3072;
-    std::vector<Shape> shapes = {{kVocab, h}, {2048, h}};
-    for (int layer = 0; layer < 12; ++layer) {
-      for (const Shape& s : std::vector<Shape>{{h}, {h}, {3 * h, h}, {3 * h}, {h, h}, {h}, {h},
-                                               {h}, {f, h}, {f}, {h, f}, {h}}) {
-        shapes.push_back(s);
-      }
-    }
-    shapes.push_back({h});
-    shapes.push_back({h});
-    return shapes;
-  }
-
-  void kernel(const std::string& name, const std::string& shape, const std::string& formula,
-              double bytes, const std::function<std::function<void()>()>& setup) {
+  // One timing case through the harness's timer; the row keeps gpu_bench's name for it, so that
+  // the JSON compares with earlier runs.
+  void kernel(const ops::TimingCase& c) {
     Row row;
     row.section = "kernels";
-    row.name = name;
-    row.shape = shape;
-    row.formula = formula;
-    row.work = bytes;
-    Row& r = run(row, setup, 1e9);
+    row.name = c.label;
+    row.shape = c.shape;
+    row.formula = c.bytes_formula;
+    row.work = c.bytes;
+    const ops::TimerOptions timer{.warmup = o_.warmup, .reps = o_.reps, .budget_ms = o_.budget_ms};
+    Row& r = record(row, [&] { return ops::time_op(be_, c.make(be_, kKernelSeed), timer); }, 1e9);
     r.ratio = r.rate / copy_peak_;
     if (!r.error.empty()) {
       std::printf("%-24s %-30s FAILED: %s\n", r.name.c_str(), r.shape.c_str(), r.error.c_str());
@@ -921,7 +653,6 @@ class Bench {
   std::vector<Row> rows_;
   bool failed_ = false;
   double bf16_peak_ = NAN, tf32_peak_ = NAN, copy_peak_ = NAN;
-  double sink_ = 0.0;
 };
 
 void write_json(const std::string& path, const std::string& device, const Options& o,
@@ -994,8 +725,9 @@ int main(int argc, char** argv) {
                 "cuBLAS %d.%d\n",
                 device.c_str(), prop.multiProcessorCount, prop.l2CacheSize >> 20, driver / 1000,
                 driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10, cublas, cublas_minor);
-    std::printf("timing: cudaEvents on the backend's stream; median of up to %d calls after %d "
-                "warm-up (fewer past %.0f ms a row)\n",
+    std::printf("timing: median of up to %d calls after %d warm-up (fewer past %.0f ms a row); "
+                "GEMM, attention: cudaEvents on the backend's stream; kernels: steady_clock and "
+                "a stream synchronisation around each call (the op harness's timer)\n",
                 o.reps, o.warmup, o.budget_ms);
     std::fflush(stdout);
 

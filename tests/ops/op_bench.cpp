@@ -1,18 +1,19 @@
 // megatron-op-bench, mode 3 of the op harness (docs/op-harness.md): every case's forward, and its
-// forward and backward together, timed on one backend. Not a test: ctest never runs it.
+// forward and backward together, timed on one backend; and the timing-only cases on realistic
+// shapes (megatron-gpu-bench's kernel rows), with GB/s. Not a test: ctest never runs it.
 //
-// usage: megatron-op-bench [--backend cpu|cuda] [--only NAME,NAME] [--reps N] [--warmup N]
-//                          [--scale N] [--threads N] [--json FILE] [--list]
+// usage: megatron-op-bench [--backend cpu|cuda] [--set ops|timing|all] [--only NAME,NAME]
+//                          [--reps N] [--warmup N] [--scale N] [--threads N] [--json FILE] [--list]
 //
-// Timing: std::chrono::steady_clock around each call, then Backend::synchronize(), so queued
-// device work is counted; `warmup` untimed calls first, then the median of `reps`. The cases'
-// shapes are the checks' tiny ones times --scale in their leading dimension (rows, sequences):
-// at scale 1 the figures measure per-op overhead more than arithmetic.
+// Timing: ops_test::time_op (tests/ops/op_timer.hpp): std::chrono::steady_clock around each call,
+// then Backend::synchronize(), so queued device work is counted; `warmup` untimed calls first,
+// then the median of `reps`. The op cases' shapes are the checks' tiny ones times --scale in their
+// leading dimension (rows, sequences): at scale 1 the figures measure per-op overhead more than
+// arithmetic. The timing cases' shapes are fixed (a training step's; --scale does not apply).
 //
 // Exit status: 0 when every case ran, 1 when one failed (it says why), 2 for bad arguments, 3
 // when the backend cannot be made (a CUDA backend without a GPU or in a CPU-only build).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -25,6 +26,7 @@
 
 #include "core/build_info.hpp"
 #include "ops/op_case.hpp"
+#include "ops/op_timer.hpp"
 #include "tensor/make_backend.hpp"
 
 namespace {
@@ -34,6 +36,7 @@ namespace mt = megatron::tensor;
 
 struct Options {
   mt::Device device = mt::Device::Cpu;
+  bool ops = true, timing = false;  // --set: which list runs when --only names none
   std::set<std::string> only;
   int reps = 20;
   int warmup = 3;
@@ -45,13 +48,16 @@ struct Options {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: megatron-op-bench [--backend cpu|cuda] [--only NAME,NAME] [--reps N] "
-               "[--warmup N] [--scale N] [--threads N] [--json FILE] [--list]\n"
+               "usage: megatron-op-bench [--backend cpu|cuda] [--set ops|timing|all] "
+               "[--only NAME,NAME] [--reps N] [--warmup N] [--scale N] [--threads N] "
+               "[--json FILE] [--list]\n"
                "  --backend B   cpu (default) or cuda\n"
-               "  --only LIST   the cases to time, by name (default: all; --list names them)\n"
+               "  --set S       ops: the checked cases (default); timing: the timing-only cases\n"
+               "                on a training step's shapes (GB/s; gigabytes of memory); all\n"
+               "  --only LIST   the cases to time, by name, from either set (--list names them)\n"
                "  --reps N      timed calls per case, median reported (default 20)\n"
                "  --warmup N    untimed calls first (default 3)\n"
-               "  --scale N     multiplies each case's leading dimension (default 1)\n"
+               "  --scale N     multiplies each op case's leading dimension (default 1)\n"
                "  --threads N   cpu: threads (default: OMP_NUM_THREADS, else every core)\n"
                "  --json FILE   also write every figure as JSON\n"
                "  --list        print the cases and what each computes, then exit\n");
@@ -88,6 +94,10 @@ bool parse_args(int argc, char** argv, Options& o) {
     if (arg == "--backend") {
       ok = value == "cpu" || value == "cuda";
       o.device = value == "cuda" ? mt::Device::Cuda : mt::Device::Cpu;
+    } else if (arg == "--set") {
+      ok = value == "ops" || value == "timing" || value == "all";
+      o.ops = value != "timing";
+      o.timing = value != "ops";
     } else if (arg == "--only") {
       std::stringstream names(value);
       for (std::string name; std::getline(names, name, ',');) {
@@ -118,26 +128,17 @@ bool parse_args(int argc, char** argv, Options& o) {
   return true;
 }
 
-// The median of `reps` timed calls of `call`, each followed by the backend's synchronisation.
-double median_ms(mt::Backend& backend, const std::function<void()>& call, int warmup, int reps) {
-  using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < warmup; ++i) call();
-  backend.synchronize();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto begin = Clock::now();
-    call();
-    backend.synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const size_t mid = ms.size() / 2;
-  return ms.size() % 2 == 1 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
-}
-
 struct Row {
   std::string name;
   double forward_ms = 0.0, forward_backward_ms = 0.0;
+  std::string error;  // empty when measured
+};
+
+// A timing case's figure: one call, and the bytes it moves.
+struct TimingRow {
+  const ops::TimingCase* c = nullptr;
+  double ms = 0.0;
+  int reps = 0;
   std::string error;  // empty when measured
 };
 
@@ -157,10 +158,13 @@ std::string escaped(const std::string& text) {
   return out;
 }
 
+double gb_per_s(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
 void write_json(const std::string& path, const Options& o, const std::string& backend,
-                const std::vector<Row>& rows) {
+                const std::vector<Row>& rows, const std::vector<TimingRow>& timing_rows) {
   namespace bi = megatron::build_info;
   std::ofstream out(path);
+  out.precision(12);  // byte counts whole, to the byte
   out << "{\n  \"backend\": \"" << escaped(backend) << "\",\n  \"build_type\": \"" << bi::build_type()
       << "\",\n  \"compiler\": \"" << escaped(std::string(bi::compiler())) << "\",\n  \"git_commit\": \""
       << bi::git_commit() << "\",\n  \"omp_num_threads\": \""
@@ -178,6 +182,20 @@ void write_json(const std::string& path, const Options& o, const std::string& ba
     }
     out << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
+  out << "  ],\n  \"timing_cases\": [\n";
+  for (size_t i = 0; i < timing_rows.size(); ++i) {
+    const TimingRow& r = timing_rows[i];
+    out << "    {\"name\": \"" << r.c->name << "\", \"label\": \"" << escaped(r.c->label)
+        << "\", \"shape\": \"" << escaped(r.c->shape) << "\", \"bytes_formula\": \""
+        << escaped(r.c->bytes_formula) << "\", \"bytes\": " << r.c->bytes << ", ";
+    if (r.error.empty()) {
+      out << "\"ms\": " << r.ms << ", \"gbps\": " << gb_per_s(r.c->bytes, r.ms)
+          << ", \"reps\": " << r.reps;
+    } else {
+      out << "\"error\": \"" << escaped(r.error) << "\"";
+    }
+    out << "}" << (i + 1 < timing_rows.size() ? "," : "") << "\n";
+  }
   out << "  ]\n}\n";
 }
 
@@ -190,16 +208,32 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::vector<ops::OpCase> cases = ops::all_op_cases();
+  const std::vector<ops::TimingCase> timing_cases = ops::timing_op_cases();
   if (o.list) {
-    for (const ops::OpCase& c : cases) std::printf("%-28s %s\n", c.name.c_str(), c.what.c_str());
+    std::printf("op cases (--set ops; shapes x --scale):\n");
+    for (const ops::OpCase& c : cases) std::printf("  %-28s %s\n", c.name.c_str(), c.what.c_str());
+    std::printf("timing cases (--set timing; megatron-gpu-bench's kernel rows):\n");
+    for (const ops::TimingCase& c : timing_cases) {
+      std::printf("  %-28s %-30s bytes: %s\n", c.name.c_str(), c.shape.c_str(),
+                  c.bytes_formula.c_str());
+    }
     return 0;
   }
+  const auto named = [&](const std::string& name) {
+    return std::any_of(cases.begin(), cases.end(), [&](const auto& c) { return c.name == name; }) ||
+           std::any_of(timing_cases.begin(), timing_cases.end(),
+                       [&](const auto& c) { return c.name == name; });
+  };
   for (const std::string& name : o.only) {
-    if (std::none_of(cases.begin(), cases.end(), [&](const ops::OpCase& c) { return c.name == name; })) {
+    if (!named(name)) {
       std::fprintf(stderr, "megatron-op-bench: no case named %s (--list names them)\n", name.c_str());
       return 2;
     }
   }
+  // --only picks from both lists; without it, --set says which run.
+  const auto wanted = [&](const std::string& name, bool in_set) {
+    return o.only.empty() ? in_set : o.only.contains(name);
+  };
   std::unique_ptr<mt::Backend> backend;
   try {
     backend = mt::make_backend(o.device, {.threads = o.threads, .allow_tf32 = false});
@@ -214,21 +248,27 @@ int main(int argc, char** argv) {
               std::string(bi::compiler()).c_str(), std::string(bi::git_commit()).c_str(),
               std::string(bi::blas()).c_str(), omp ? omp : "(unset)");
   std::printf("timing: steady_clock and Backend::synchronize() around each call; median of %d "
-              "after %d warm-up; f32, TF32 off; shapes x%lld in their leading dimension\n\n",
+              "after %d warm-up; TF32 off; op cases f32, shapes x%lld in their leading dimension\n",
               o.reps, o.warmup, static_cast<long long>(o.scale));
-  std::printf("%-28s %12s %14s\n", "case", "forward ms", "fwd+bwd ms");
+  const ops::TimerOptions timer{.warmup = o.warmup, .reps = o.reps};
 
   std::vector<Row> rows;
   bool failed = false;
+  bool header = false;
   for (const ops::OpCase& c : cases) {
-    if (!o.only.empty() && !o.only.contains(c.name)) continue;
+    if (!wanted(c.name, o.ops)) continue;
+    if (!header) {
+      std::printf("\n%-28s %12s %14s\n", "case", "forward ms", "fwd+bwd ms");
+      header = true;
+    }
     Row row{.name = c.name};
     try {
       ops::OpRun run = c.make(*backend, 1234, o.scale);
       const std::vector<mt::Tensor> weights = ops::output_weights(*backend, run.forward(), 1235);
-      row.forward_ms = median_ms(*backend, [&] { run.forward(); }, o.warmup, o.reps);
+      row.forward_ms = ops::time_op(*backend, [&] { run.forward(); }, timer).median_ms;
       // The backward runs its own forward first (what it keeps), as a training step does.
-      row.forward_backward_ms = median_ms(*backend, [&] { run.backward(weights); }, o.warmup, o.reps);
+      row.forward_backward_ms =
+          ops::time_op(*backend, [&] { run.backward(weights); }, timer).median_ms;
       std::printf("%-28s %12.4f %14.4f\n", c.name.c_str(), row.forward_ms, row.forward_backward_ms);
     } catch (const std::exception& e) {
       row.error = e.what();
@@ -238,8 +278,36 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     rows.push_back(std::move(row));
   }
+
+  std::vector<TimingRow> timing_rows;
+  header = false;
+  for (const ops::TimingCase& c : timing_cases) {
+    if (!wanted(c.name, o.timing)) continue;
+    if (!header) {
+      std::printf("\n%-20s %-30s %9s %10s %9s  %s\n", "timing case", "shape", "MB", "ms", "GB/s",
+                  "bytes counted");
+      header = true;
+    }
+    TimingRow row;
+    row.c = &c;
+    try {
+      // The call holds its tensors (gigabytes for some): dropped before the next case's.
+      const std::function<void()> call = c.make(*backend, 1234);
+      const ops::OpTiming t = ops::time_op(*backend, call, timer);
+      row.ms = t.median_ms;
+      row.reps = t.reps;
+      std::printf("%-20s %-30s %9.1f %10.4f %9.2f  %s\n", c.name.c_str(), c.shape.c_str(),
+                  c.bytes / 1e6, row.ms, gb_per_s(c.bytes, row.ms), c.bytes_formula.c_str());
+    } catch (const std::exception& e) {
+      row.error = e.what();
+      failed = true;
+      std::printf("%-20s %-30s FAILED: %s\n", c.name.c_str(), c.shape.c_str(), e.what());
+    }
+    std::fflush(stdout);
+    timing_rows.push_back(std::move(row));
+  }
   if (!o.json.empty()) {
-    write_json(o.json, o, backend->description(), rows);
+    write_json(o.json, o, backend->description(), rows, timing_rows);
     std::printf("\nwrote %s\n", o.json.c_str());
   }
   return failed ? 1 : 0;

@@ -56,6 +56,27 @@ struct OpCase {
   std::function<OpRun(tensor::Backend& backend, uint32_t seed, int64_t scale)> make;
 };
 
+// The micro-batch of the timing cases' realistic shapes: 8 sequences of 2048 tokens; and GPT-2's
+// vocabulary of 50257 padded to a multiple of 128. megatron-gpu-bench's GEMMs use them too.
+inline constexpr int64_t kTimingTokens = 8 * 2048;
+inline constexpr int64_t kTimingVocab = 50304;
+
+// A case of the timing mode alone: one call of a Backend op on the realistic bf16 shapes of a
+// training step (the ones megatron-gpu-bench has always timed), with the bytes the call reads and
+// writes, so that a time becomes GB/s. Far too large for finite differences, and of another type
+// than OpCase, so the checks never see them.
+struct TimingCase {
+  std::string name;   // letters, digits and underscores: what --only and --list name
+  std::string label;  // megatron-gpu-bench's row name ("layer_norm fwd"): earlier figures match
+  std::string shape;  // "[16384,2048] bf16"
+  std::string bytes_formula;  // what `bytes` counts ("x + y + gamma + beta + mean,rstd f32")
+  double bytes = 0.0;         // read and written by one call
+  // Allocates the op's tensors on `backend`, random normal from `seed` (the same values on every
+  // backend), and returns one call of the op, which holds them. A backward row's call is the
+  // backward alone: its forward runs once here, for what the backward reads.
+  std::function<std::function<void()>(tensor::Backend& backend, uint32_t seed)> make;
+};
+
 // For an op whose backward needs nothing its forward keeps (a GEMM, an activation given its
 // input): `run` with a backward that runs the forward first, as OpRun::backward must, so that
 // the bench's forward-and-backward figure means the same for every case.
@@ -68,6 +89,8 @@ void PrintTo(const OpCase& c, std::ostream* os);
 std::vector<OpCase> all_op_cases();
 std::vector<OpCase> backend_op_cases();  // tests/ops/backend_op_cases.cpp
 std::vector<OpCase> layer_op_cases();    // tests/ops/layer_op_cases.cpp
+// The timing-only cases, in megatron-gpu-bench's order: tests/ops/timing_op_cases.cpp.
+std::vector<TimingCase> timing_op_cases();
 
 // f32 values from N(0, scale^2) drawn from `seed` on the host, so every backend gets the same.
 std::vector<float> normal_values(size_t n, uint32_t seed, float scale = 1.0f);
