@@ -35,11 +35,11 @@ echo
 run_dir=build/quickstart/run
 ckpt=build/quickstart/ckpt
 rm -rf "$run_dir" "$ckpt"
-echo "==> $megatron run recipes/gpt-tiny.yaml on the Austen corpus (at most 1.5 minutes)"
+echo "==> $megatron run recipes/gpt-tiny.yaml on the Austen corpus (at most 75 seconds)"
 "$megatron" run recipes/gpt-tiny.yaml data.mock=false \
   "data.prefixes=[$PWD/build/quickstart/austen_text_document]" \
   data.vocab_file="$PWD/data/tokenizers/gpt2/vocab.json" data.merge_file="$PWD/data/tokenizers/gpt2/merges.txt" \
-  training.train_iters=100 eval.interval=20 checkpoint.save="$PWD/$ckpt" --time-limit 1.5 \
+  training.train_iters=100 eval.interval=20 checkpoint.save="$PWD/$ckpt" --time-limit 1.25 \
   --run-dir "$run_dir" \
   | tee build/quickstart/log.txt
 mv build/quickstart/log.txt "$run_dir/log.txt"
