@@ -46,7 +46,8 @@ struct AttentionSupport {
 // `dtype`; without building a backend, so that the planner can record it and refuse before a run.
 inline AttentionSupport attention_support(Device device, const AttentionSpec& spec,
                                           int64_t head_dim, DType dtype) {
-  AttentionSupport s{.kernel = attention_kernel(spec)};
+  AttentionSupport s;
+  s.kernel = attention_kernel(spec);
   const bool flash = s.kernel == AttentionKernel::Flash;
   if (device == Device::Cpu) {
     s.implementation = flash ? "cpu flash attention" : "cpu attention over each head's score rows";
