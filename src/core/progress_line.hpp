@@ -15,8 +15,13 @@ namespace megatron {
 
 class ProgressLine {
  public:
+  // `first_at_once`: the first line prints without waiting 10 s, so that a log shows the work
+  // began (a corpus's preprocessing, say).
+  explicit ProgressLine(bool first_at_once = false)
+      : last_printed_(first_at_once ? -kLogPeriod : 0) {}
+
   void operator()(const std::string& text, double seconds, bool last = false) {
-    if (!tty_ && !last && seconds - last_printed_ < 10) return;
+    if (!tty_ && !last && seconds - last_printed_ < kLogPeriod) return;
     last_printed_ = seconds;
     std::cerr << (tty_ ? "\r" : "") << text << (tty_ ? "\033[K" : "\n") << std::flush;
     if (tty_ && last) std::cerr << "\n";
@@ -31,7 +36,13 @@ class ProgressLine {
             seconds, done == all);
   }
 
+  // Ends a live line that no `last` call ended, before other output follows it.
+  void end_line() const {
+    if (tty_) std::cerr << "\n" << std::flush;
+  }
+
  private:
+  static constexpr double kLogPeriod = 10;
   bool tty_ = ::isatty(STDERR_FILENO) != 0;
   double last_printed_ = 0;  // in logs, a short run prints only its last lines
 };

@@ -1,11 +1,12 @@
 #include "data/preprocess_job.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
 #include <iostream>
+
+#include "core/progress_line.hpp"
 
 namespace megatron::data {
 namespace {
@@ -15,35 +16,26 @@ std::string duration(double seconds) {
   return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
-// One progress line: a live line on a terminal, a periodic line (every 10 s) in logs. Not
-// core's ProgressLine: a corpus's progress is bytes with a rate in three units, and its first
-// line prints at once, so that a log shows the job started.
-void show_progress(const PreprocessProgress& p, double& last_printed) {
-  const bool tty = ::isatty(STDERR_FILENO);
-  if (!tty && p.seconds - last_printed < 10) return;
-  last_printed = p.seconds;
+// A corpus's progress is bytes, with a rate in three units.
+std::string progress_text(const PreprocessProgress& p) {
   const double rate = p.seconds > 0 ? p.input_bytes / p.seconds : 0;
   const double fraction = p.input_size ? double(p.input_bytes) / double(p.input_size) : 0;
   const double eta = rate > 0 ? (double(p.input_size) - double(p.input_bytes)) / rate : 0;
-  std::cerr << (tty ? "\r" : "")
-            << fmt::format(
-                   "preprocess: {:5.1f}% {} documents, {:.0f} docs/s, {:.1f} MB/s, "
-                   "{:.2f}M tokens/s, ETA {}",
-                   100 * fraction, p.documents, p.documents / std::max(p.seconds, 1e-9), rate / 1e6,
-                   p.tokens / std::max(p.seconds, 1e-9) / 1e6, duration(eta))
-            << (tty ? "" : "\n") << std::flush;
+  return fmt::format(
+      "preprocess: {:5.1f}% {} documents, {:.0f} docs/s, {:.1f} MB/s, {:.2f}M tokens/s, ETA {}",
+      100 * fraction, p.documents, p.documents / std::max(p.seconds, 1e-9), rate / 1e6,
+      p.tokens / std::max(p.seconds, 1e-9) / 1e6, duration(eta));
 }
 
 }  // namespace
 
 void run_preprocess(const PreprocessJob& job, const Tokenizer& tokenizer) {
+  ProgressLine line(/*first_at_once=*/true);
   std::function<void(const PreprocessProgress&)> progress;
   if (!job.quiet)
-    progress = [last_printed = -10.0](const PreprocessProgress& p) mutable {
-      show_progress(p, last_printed);
-    };
+    progress = [&line](const PreprocessProgress& p) { line(progress_text(p), p.seconds); };
   const PreprocessSummary s = preprocess(job.options, tokenizer, progress);
-  if (!job.quiet && ::isatty(STDERR_FILENO)) std::cerr << "\n";
+  if (!job.quiet) line.end_line();
   const int workers = job.options.workers;
   std::cout << fmt::format(
       "preprocessed {} documents ({} skipped), {} tokens, {:.1f} MB in {:.2f} s: {:.1f} MB/s, "

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <span>
 #include <stdexcept>
+#include <utility>
 
 #include "generate/decode_loop.hpp"
 
@@ -76,6 +77,10 @@ class CachedStep final : public Stepper {
     }
     pending_ = false;
     StepScores out;
+    if (live.size() == size_t(batch)) {  // every row: hand the step's logits over, no copy
+      out.logits = std::move(logits_);
+      return out;
+    }
     out.logits.reserve(live.size() * size_t(vocab));
     for (const size_t b : live) {
       out.logits.insert(out.logits.end(), logits_.begin() + int64_t(b) * vocab,
