@@ -28,6 +28,12 @@ const TensorInfo* ShardReader::model_tensor(const model::Parameter& p) const {
                                 checkpoint_.dir().string(), printable(p.name),
                                 fmt::join(t->shape, ", "), fmt::join(global, ", ")));
   }
+  if (p.padded_vocab && t->shape[0] < vocab_) {
+    throw UserError(fmt::format("{}: weight {} holds {} vocabulary rows in the checkpoint but the "
+                                "model's vocabulary has {} tokens: it was trained with another "
+                                "tokenizer; use its vocabulary (model.vocab_size)",
+                                checkpoint_.dir().string(), printable(p.name), t->shape[0], vocab_));
+  }
   return t;
 }
 
@@ -48,7 +54,7 @@ std::vector<std::string> load_model_weights(const CheckpointReader& checkpoint,
                                             model::LanguageModel& model, tensor::Backend& backend,
                                             const std::function<bool(const std::string&)>& may_lack) {
   const parallel::TensorParallel& tp = model.parameters().tp();
-  ShardReader reader(checkpoint, backend);
+  ShardReader reader(checkpoint, backend, model.config().vocab);
   std::vector<std::string> lacking;
   for (const auto& p : model.parameters().all()) {
     const TensorInfo* t = reader.model_tensor(*p);

@@ -21,12 +21,14 @@ ShardLayout shard_layout(const model::Parameter& p, int64_t tp_rank, int64_t tp_
 // large allocations would each cost page faults).
 class ShardReader {
  public:
-  ShardReader(const CheckpointReader& checkpoint, tensor::Backend& backend)
-      : checkpoint_(checkpoint), backend_(backend) {}
+  // `vocab`: the model's vocabulary without padding (ModelConfig::vocab).
+  ShardReader(const CheckpointReader& checkpoint, tensor::Backend& backend, int64_t vocab)
+      : checkpoint_(checkpoint), backend_(backend), vocab_(vocab) {}
 
   // The checkpoint's model tensor for `p`, or nullptr when it holds none. A UserError names both
   // shapes when they differ; only a padded vocabulary (p.padded_vocab) may differ in rows, since
-  // another tensor-parallel size pads it to another length.
+  // another tensor-parallel size pads it to another length, and only in its padding: it must hold
+  // a row for every token of the model's vocabulary.
   const TensorInfo* model_tensor(const model::Parameter& p) const;
 
   // `boxes` of `t` into `into`: straight when `into` is in host memory in t's dtype, else through
@@ -38,6 +40,7 @@ class ShardReader {
  private:
   const CheckpointReader& checkpoint_;
   tensor::Backend& backend_;
+  int64_t vocab_;
   std::vector<float> buffer_;
 };
 

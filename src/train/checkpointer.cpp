@@ -287,7 +287,7 @@ std::optional<ckpt::CheckpointMeta> Checkpointer::load(model::LanguageModel& mod
     const std::string dir_text = dir->string();
     ckpt::load_model_weights(*reader, model, backend_);
     // The optimizer's shards, read as the weights are (load_model_weights checked every weight).
-    ckpt::ShardReader shards(*reader, backend_);
+    ckpt::ShardReader shards(*reader, backend_, config_.vocab);
     const bool adam = compiled_.recipe.training.optimizer == recipe::Optimizer::AdamW;
     const std::string kind(recipe::name_of(compiled_.recipe.training.optimizer));
     fresh_optimizer = reader->meta().optimizer != kind;

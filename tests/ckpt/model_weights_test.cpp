@@ -94,6 +94,23 @@ TEST_F(ModelWeights, BertsVocabularyParallelOutputBiasIsAPaddedVocabularyToo) {
   EXPECT_EQ(loaded[127], saved[63]);
 }
 
+TEST_F(ModelWeights, AVocabularyWithFewerRowsThanTheModelsTokensIsRefused) {
+  // 64 rows cannot hold a vocabulary of 100 tokens: repeating row 63 would be silently wrong.
+  const MemorySource source(gpt(64), tensor::DType::F32);
+  const CheckpointReader checkpoint = save(source, gpt(64));
+  model::ModelConfig larger = gpt(128);
+  larger.vocab = 100;
+  model::LanguageModel m(backend_, larger);
+  try {
+    load_model_weights(checkpoint, m, backend_);
+    FAIL() << "a checkpoint of 64 vocabulary rows loaded into a model of 100 tokens";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("weight embedding.word_embeddings.weight holds 64 vocabulary "
+                                    "rows in the checkpoint but the model's vocabulary has 100 "
+                                    "tokens"));
+  }
+}
+
 TEST_F(ModelWeights, AWeightOfAnotherShapeIsRefusedNamingBothShapes) {
   const MemorySource source(gpt(128), tensor::DType::F32);
   const CheckpointReader checkpoint = save(source, gpt(128));
