@@ -41,12 +41,14 @@ optim::LossScalerConfig scaler_config(const recipe::PrecisionSection& p) {
           .dynamic = true};
 }
 
-std::filesystem::path prepare_run_dir(const recipe::CompiledRecipe& c, const TrainOptions& o) {
+// The resolved recipe, with the plan's placement among its derived values as `recipe show` prints it.
+std::filesystem::path prepare_run_dir(const recipe::CompiledRecipe& c, const plan::Plan& plan,
+                                      const TrainOptions& o) {
   const std::filesystem::path dir = run_dir_for(c, o.run_dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UserError("cannot create run directory " + dir.string() + ": " + ec.message());
-  std::ofstream(dir / "recipe.yaml") << recipe::render_yaml(c);
+  std::ofstream(dir / "recipe.yaml") << recipe::render_yaml(c, plan.derivations);
   if (!o.recipe_text.empty()) std::ofstream(dir / "recipe.original.yaml") << o.recipe_text;
   return dir;
 }
@@ -77,7 +79,7 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   logging::set_recipe_level(recipe::name_of(r.logging.level));
   // Ranks other than 0 say only what goes wrong.
   if (!rank0() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
-  if (rank0()) run_dir = prepare_run_dir(c, options);
+  if (rank0()) run_dir = prepare_run_dir(c, plan, options);
   checkpointer = std::make_unique<Checkpointer>(c, config, groups, *backend, options.recipe_text,
                                                 options.overrides);
   // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.

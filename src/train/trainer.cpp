@@ -193,7 +193,7 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
   if (run.rank0()) {
     log.emplace(run.run_dir, r.logging.tensorboard_dir ? std::optional<std::filesystem::path>(*r.logging.tensorboard_dir)
                                                        : std::nullopt,
-                recipe::render_yaml(c));
+                recipe::render_yaml(c, run.plan.derivations));
   }
   const double time_limit_s = r.training.exit_duration_minutes
                                   ? *r.training.exit_duration_minutes * 60.0

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "cli/run_command.hpp"
@@ -23,6 +25,18 @@ std::vector<nlohmann::json> metrics(const std::filesystem::path& run_dir) {
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
   return lines;
+}
+
+TEST(RunCommand, TheResolvedRecipeNamesThePlansPlacementAmongItsDerivedValues) {
+  test_support::TempDir dir;
+  const auto r = run_megatron("run " + kSmall + "training.train_iters=2 --run-dir " +
+                              dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir.path() / "recipe.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("#   world size: 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("#   data-parallel size: 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("#   micro-batches per iteration:"), std::string::npos) << text;
 }
 
 TEST(RunCommand, WritesTheResolvedRecipeAndOneMetricsLinePerLoggedIteration) {
