@@ -14,7 +14,8 @@
 #          device-to-device copy, attention TFLOP/s (cuDNN, then the flash kernels alone); then
 #          `megatron plan --calibrate` writes this GPU's hardware profile
 #   train  gpt-125m and gpt-1.3b in bf16 on one GPU, mock data: ms per iteration (median after
-#          the warm-up iterations), tokens/s, and MFU = model FLOPs per iteration (from
+#          the warm-up iterations; the two after the warm-up also write a per-op profile, whose
+#          table is in the log), tokens/s, and MFU = model FLOPs per iteration (from
 #          `megatron plan --json` on the same recipe and overrides) / (seconds per iteration x
 #          the GPU's dense bf16 peak, from its name)
 #   peer   the same two shapes, batches and iterations in PyTorch (scripts/bench/peers/torch_gpt.py:
@@ -245,6 +246,9 @@ save_results() {
   done
   for d in "$work"/run-*; do
     [[ -f "$d/metrics.jsonl" ]] && files+=("${d#"$work/"}/metrics.jsonl")
+    for f in "$d"/profile/rank-*.json; do  # the per-op profile and its Chrome trace
+      [[ -f "$f" ]] && files+=("${f#"$work/"}")
+    done
   done
   [[ -f "$work/bench.json" ]] && cp -f "$work/bench.json" "$OUT/"
   ((${#files[@]})) && tar -C "$work" -czf "$OUT/results.tar.gz" "${files[@]}"
@@ -514,9 +518,13 @@ train_one() {
   local left=$((deadline - SECONDS))
   ((limit > left)) && limit=$left
   local run_rc=0
-  echo "+ $megatron run $recipe ... --device cuda --run-dir $dir (at most ${limit}s)"
+  # Two iterations right after the warm-up are profiled op by op (docs/profiling.md): the table
+  # lands in the log, the JSON and the Chrome trace in $dir/profile/. The events they record do
+  # not synchronise, so the median iteration time is unaffected.
+  local profile=(--profile-steps "$((warmup + 1)):$((warmup + 3))")
+  echo "+ $megatron run $recipe ... --device cuda ${profile[*]} --run-dir $dir (at most ${limit}s)"
   timeout --kill-after=10 "$((limit > 0 ? limit : 1))" "$megatron" run "$recipe" \
-    "${overrides[@]}" --device cuda --run-dir "$dir" >"$work/train-$name.log" 2>&1 || run_rc=$?
+    "${overrides[@]}" --device cuda "${profile[@]}" --run-dir "$dir" >"$work/train-$name.log" 2>&1 || run_rc=$?
   cat "$work/train-$name.log"
   ((run_rc != 0)) && echo "megatron run exited $run_rc" && rc=$run_rc
   local ms n loss mem

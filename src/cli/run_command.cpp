@@ -2,6 +2,7 @@
 // [--nproc N]`: one process, one rank of an mpirun / srun job, or (--nproc) a local job of N.
 #include <unistd.h>
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -35,7 +36,39 @@ struct RunArgs {
   bool force = false;
   bool smoke = false;
   int stopped_exit_code = 0;
+  bool profile = false;
+  std::string profile_steps;  // "A:B"
+  std::vector<int64_t> profile_ranks;
 };
+
+// --profile, --profile-steps A:B and --profile-ranks are logging.profile's keys as overrides, so
+// that every rank of a job and the saved recipe see them; steps or ranks imply --profile.
+void add_profile_overrides(RunArgs& args) {
+  if (!args.profile_steps.empty()) {
+    const size_t colon = args.profile_steps.find(':');
+    const auto number = [&](std::string_view text) {
+      int64_t v = 0;
+      const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (err != std::errc() || end != text.data() + text.size() || text.empty() || v < 1)
+        throw UserError(fmt::format("--profile-steps {}: expected START:END, iterations from 1 "
+                                    "with END after START (e.g. 10:12 profiles 10 and 11)",
+                                    args.profile_steps));
+      return v;
+    };
+    if (colon == std::string::npos) number("");
+    const std::string_view text(args.profile_steps);
+    args.overrides.push_back("logging.profile_step_start=" + std::to_string(number(text.substr(0, colon))));
+    args.overrides.push_back("logging.profile_step_end=" + std::to_string(number(text.substr(colon + 1))));
+    args.profile = true;
+  }
+  if (!args.profile_ranks.empty()) {
+    std::string list;
+    for (int64_t r : args.profile_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    args.overrides.push_back("logging.profile_ranks=[" + list + "]");
+    args.profile = true;
+  }
+  if (args.profile) args.overrides.push_back("logging.profile=true");
+}
 
 // Replaces this process with `mpirun -np N megatron run ...` (the same arguments but --nproc),
 // after the recipe compiled for N ranks: a bad layout is refused before any rank starts.
@@ -77,6 +110,7 @@ void require_one_rank(const std::string& file, const recipe::CompileOptions& opt
 }
 
 void run(RunArgs args) {
+  add_profile_overrides(args);
   if (args.smoke) {
     if (args.nproc > 1) throw UserError("--smoke runs on one process: drop --nproc");
     // The recipe as the user gave it decides what its smoke run keeps.
@@ -145,6 +179,17 @@ void add_run_command(CLI::App& app, Actions& actions) {
                   "training before its end after saving a checkpoint (megatron submit's batch "
                   "script requeues the job on it)")
       ->check(CLI::Range(3, 125));
+  cmd->add_flag("--profile", args->profile,
+                "Time every backend op of some iterations and write the per-op table and a "
+                "Chrome trace into the run directory's profile/ (logging.profile; "
+                "docs/profiling.md)");
+  cmd->add_option("--profile-steps", args->profile_steps,
+                  "Profile iterations START up to, not including, END (logging.profile_step_start "
+                  "and profile_step_end; default 10:12)");
+  cmd->add_option("--profile-ranks", args->profile_ranks,
+                  "Global ranks that profile, comma-separated (logging.profile_ranks; default 0)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--force", args->force,
                 "Write into a run directory that holds an earlier run's metrics (appending to "
                 "metrics.jsonl) although this run does not resume from its checkpoint");

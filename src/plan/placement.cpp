@@ -20,6 +20,7 @@ class Placer {
 
   Placement run(int64_t world_size) {
     layout(world_size);
+    profile_ranks();
     bucket_size();
     layers();
     batches();
@@ -72,6 +73,20 @@ class Placer {
     note("data-parallel size", d_.data_parallel,
          fmt::format("world {} / (tensor {} x pipeline {} x context {})", d_.world_size, p.tensor,
                      p.pipeline, p.context));
+  }
+
+  // The profiled ranks must exist in this world.
+  void profile_ranks() {
+    const auto& l = r_.logging;
+    if (!l.profile) return;
+    for (int64_t rank : l.profile_ranks) {
+      if (rank >= d_.world_size)
+        fail_at(where_.at("logging.profile_ranks"),
+                fmt::format("logging.profile_ranks lists rank {} but the world has {} rank{} "
+                            "(0..{}); list ranks below {}",
+                            rank, d_.world_size, d_.world_size == 1 ? "" : "s",
+                            d_.world_size - 1, d_.world_size));
+    }
   }
 
   void layers() {

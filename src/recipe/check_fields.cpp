@@ -90,6 +90,14 @@ void check_fields(const Recipe& r, const Locator& where) {
             "scores, which this engine does not have: it always runs the memory-efficient kernel "
             "(same results, less memory); remove the key or set it to true");
   }
+  const auto& l = r.logging;
+  if (l.profile_step_end <= l.profile_step_start)
+    fail_at(where.at("logging.profile_step_end"),
+            fmt::format("logging.profile_step_end ({}) must be after profile_step_start ({}): "
+                        "iterations {} up to, not including, the end are profiled; set it to at "
+                        "least {}",
+                        l.profile_step_end, l.profile_step_start, l.profile_step_start,
+                        l.profile_step_start + 1));
   const auto& t = r.training;
   int lengths = int(t.train_iters.has_value()) + int(t.train_samples.has_value()) +
                 int(t.train_tokens.has_value());

@@ -200,6 +200,11 @@ class Deriver {
                : fmt::format("{} samples with the batch ramping from {} to {} over {} samples",
                              *samples, ramp.start, B, ramp.samples));
     }
+    if (r_.logging.profile && d_.train_iters > 0 && r_.logging.profile_step_start > d_.train_iters)
+      fail_at(where_.at("logging.profile_step_start"),
+              fmt::format("logging.profile_step_start is {} but training stops after iteration "
+                          "{}: profile earlier iterations (e.g. --profile-steps 2:4)",
+                          r_.logging.profile_step_start, d_.train_iters));
     d_.lr_decay_iters = t.lr_decay_iters.value_or(d_.train_iters);
     if (t.lr_warmup_fraction) {
       d_.lr_warmup_iters = static_cast<int64_t>(*t.lr_warmup_fraction * d_.lr_decay_iters);

@@ -264,6 +264,14 @@ class Translator {
     switch (spec.fate) {
       case Fate::Key: {
         const std::string path(spec.key);
+        if (spec.arity == Arity::Many) {  // a list of integers (--profile-ranks 0 3)
+          for (const std::string& w : flag.values) {
+            if (!parse_integer(w))
+              throw UserError(fmt::format("{}: expected integers, got '{}'", flag.name, printable(w)));
+          }
+          set(path, yaml_list(flag.values), flag.name);
+          break;
+        }
         set(path, spec.arity == Arity::Switch ? std::string(spec.value) : value_as(path, flag),
             flag.name);
         break;

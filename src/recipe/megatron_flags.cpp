@@ -286,6 +286,12 @@ const std::vector<MegatronFlag>& megatron_flags() {
       // Logging and validation.
       {"--log-interval", A::One, F::Key, "logging.interval"},
       {"--tensorboard-dir", A::One, F::Key, "logging.tensorboard_dir"},
+      {"--profile", A::Switch, F::Key, "logging.profile", "true"},
+      {"--profile-step-start", A::One, F::Key, "logging.profile_step_start"},
+      {"--profile-step-end", A::One, F::Key, "logging.profile_step_end"},
+      {"--profile-ranks", A::Many, F::Key, "logging.profile_ranks"},
+      {"--use-pytorch-profiler", A::Switch, F::Ignored, {}, {},
+       "logging.profile writes its own per-op table and Chrome trace (docs/profiling.md)"},
       {"--eval-interval", A::One, F::Key, "eval.interval"},
       {"--eval-iters", A::One, F::Key, "eval.iters"},
       {"--logging-level", A::One, F::Special},

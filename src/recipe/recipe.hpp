@@ -161,6 +161,12 @@ struct LoggingSection {
   LogLevel level = LogLevel::Info;
   std::optional<std::string> run_dir;
   std::optional<std::string> tensorboard_dir;
+  // The per-op profile (docs/profiling.md): iterations [profile_step_start, profile_step_end)
+  // of the ranks listed, as Megatron's --profile-step-start / --profile-step-end / --profile-ranks.
+  bool profile = false;
+  int64_t profile_step_start = 10;
+  int64_t profile_step_end = 12;
+  std::vector<int64_t> profile_ranks{0};
 };
 
 // One entry of eval.tasks: a downstream task `megatron eval CHECKPOINT` runs when no --task is

@@ -369,6 +369,18 @@ std::vector<FieldSpec> other_fields() {
     out.push_back(l("tensorboard_dir", &S::tensorboard_dir, "Write a TensorBoard event file here (Megatron's tags, each loss also \"vs samples\"; the "
                     "resolved recipe as text), from rank 0; docs/training.md.",
                     derived("none")));
+    out.push_back(l("profile", &S::profile,
+                    "Time every backend op of the profiled iterations on the profiled ranks and "
+                    "write the per-op table (log, profile/rank-R.json) and a Chrome trace "
+                    "(profile/rank-R.trace.json) into the run directory; docs/profiling.md."));
+    out.push_back(l("profile_step_start", &S::profile_step_start,
+                    "First profiled iteration (with logging.profile).", up_to(kMaxTrainingLength)));
+    out.push_back(l("profile_step_end", &S::profile_step_end,
+                    "Profiling stops before this iteration (with logging.profile).",
+                    up_to(kMaxTrainingLength)));
+    out.push_back(l("profile_ranks", &S::profile_ranks,
+                    "Global ranks that profile (with logging.profile).",
+                    up_to(kMaxRanks, kNonNegative)));
   }
   {
     using S = EvalSection;

@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 #include <span>
 
 #include "tensor/attention_spec.hpp"
+#include "tensor/op_clock.hpp"
 #include "tensor/op_params.hpp"
 #include "tensor/tensor.hpp"
 
@@ -49,6 +51,12 @@ class Backend {
   virtual MemoryStats memory() const = 0;
   virtual void reset_peak_memory() = 0;
   virtual void synchronize() {}
+  // A clock for timing this device's work (profiles, the op harness): the host's steady clock
+  // here, CUDA events on the GPU.
+  virtual std::unique_ptr<OpClock> make_clock() { return std::make_unique<HostClock>(); }
+  // The backend that does the work: itself, or the one a wrapper (a profile) forwards to.
+  // Device glue that needs the concrete backend (NCCL's stream) asks this.
+  virtual Backend& underlying() { return *this; }
 
   // --- GEMM ---------------------------------------------------------------------------------
   // c = alpha * op(a) @ op(b) + beta * c for 2-D a, b, c; op transposes when asked. a and b

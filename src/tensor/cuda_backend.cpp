@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "kernels/device.hpp"
@@ -226,6 +228,50 @@ MemoryStats CudaBackend::memory() const {
 void CudaBackend::reset_peak_memory() { state_->pool->peak.store(state_->pool->allocated.load()); }
 
 void CudaBackend::synchronize() { check(cudaStreamSynchronize(state_->stream()), "synchronize"); }
+
+namespace {
+
+// Events are created once and reused after clear(): a profiled step records thousands.
+class CudaEventClock final : public OpClock {
+ public:
+  explicit CudaEventClock(cudaStream_t stream) : stream_(stream) {}
+  ~CudaEventClock() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  CudaEventClock(const CudaEventClock&) = delete;
+  CudaEventClock& operator=(const CudaEventClock&) = delete;
+
+  int64_t mark() override {
+    if (used_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "create a timing event");
+      events_.push_back(e);
+    }
+    check(cudaEventRecord(events_[used_], stream_), "record a timing event");
+    return int64_t(used_++);
+  }
+  double elapsed_ms(int64_t from, int64_t to) override {
+    if (from < 0 || to < 0 || size_t(from) >= used_ || size_t(to) >= used_) {
+      throw std::out_of_range("cuda event clock: no such mark");
+    }
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, events_[size_t(from)], events_[size_t(to)]),
+          "read a timing event");
+    return double(ms);
+  }
+  void clear() override { used_ = 0; }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+  size_t used_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<OpClock> CudaBackend::make_clock() {
+  return std::make_unique<CudaEventClock>(state_->stream());
+}
 
 void CudaBackend::fill(Tensor& x, double value) { kernels::fill(state_->stream(), x, value); }
 void CudaBackend::copy(const Tensor& src, Tensor& dst) { kernels::copy(state_->stream(), src, dst); }

@@ -43,6 +43,8 @@ class CudaBackend final : public Backend {
   MemoryStats memory() const override;
   void reset_peak_memory() override;
   void synchronize() override;
+  // CUDA events recorded on the compute stream: timing that does not stall the GPU.
+  std::unique_ptr<OpClock> make_clock() override;
 
   void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
             float beta) override;

@@ -29,7 +29,7 @@ std::unique_ptr<dist::Communicator> make_world(dist::MpiRuntime* mpi, tensor::Ba
   if (!mpi) return std::make_unique<dist::SelfCommunicator>("world", &backend);
 #ifdef MEGATRON_WITH_CUDA
   if (backend.device() == tensor::Device::Cuda) {
-    auto& gpu = static_cast<tensor::CudaBackend&>(backend);
+    auto& gpu = static_cast<tensor::CudaBackend&>(backend.underlying());
     return dist::make_nccl_communicator(mpi->world(), gpu.stream(), gpu.device_index());
   }
 #endif

@@ -12,6 +12,7 @@
 #include "plan/plan.hpp"
 #include "recipe/compile.hpp"
 #include "tensor/backend.hpp"
+#include "tensor/profiling_backend.hpp"
 
 namespace megatron::train {
 
@@ -31,6 +32,8 @@ struct ModelContext {
   const plan::Plan plan;
   std::unique_ptr<dist::MpiRuntime> mpi;  // null for a single process
   std::unique_ptr<tensor::Backend> backend;
+  // The backend again when this rank profiles (logging.profile lists it), else null.
+  tensor::ProfilingBackend* profiler = nullptr;
   parallel::ProcessGroups groups;
   model::ModelConfig config;
   std::unique_ptr<model::LanguageModel> model;

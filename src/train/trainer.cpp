@@ -24,6 +24,7 @@
 #include "train/iteration.hpp"
 #include "train/log_interval.hpp"
 #include "train/metrics_log.hpp"
+#include "train/op_profile.hpp"
 #include "train/run_context.hpp"
 
 namespace megatron::train {
@@ -151,6 +152,38 @@ std::optional<double> accuracy_of(const RunContext& run, const StepLosses& losse
   return losses.accuracy;
 }
 
+// Rank 0's run directory on every rank: profiled ranks other than 0 write there too. Every rank
+// calls it (a broadcast); the path travels as one int per byte.
+std::filesystem::path shared_run_dir(const RunContext& run) {
+  if (run.groups.world->size() == 1) return run.run_dir;
+  constexpr int64_t kMaxPath = 4096;
+  std::vector<int32_t> words(size_t(kMaxPath + 1), 0);
+  if (run.rank0()) {
+    const std::string path = run.run_dir.string();
+    if (int64_t(path.size()) > kMaxPath) throw UserError("the run directory's path is too long: " + path);
+    words[0] = int32_t(path.size());
+    for (size_t i = 0; i < path.size(); ++i) words[i + 1] = static_cast<unsigned char>(path[i]);
+  }
+  tensor::Tensor t = tensor::from_ints(*run.backend, words, {kMaxPath + 1});
+  run.groups.world->broadcast(t, 0);
+  words = tensor::to_ints(*run.backend, t);
+  std::string path(size_t(std::clamp<int32_t>(words[0], 0, int32_t(kMaxPath))), '\0');
+  for (size_t i = 0; i < path.size(); ++i) path[i] = char(words[i + 1]);
+  return path;
+}
+
+// The profiled iterations' per-op table on the log, and as JSON and a Chrome trace in the run
+// directory's profile/.
+void report_profile(const RunContext& run, tensor::ProfilingBackend& profiler,
+                    const std::filesystem::path& run_dir) {
+  const tensor::ProfileRecord record = profiler.finish();
+  const OpProfile profile = summarize(record, peaks_of(run.hardware), run.groups.world_rank);
+  for (const std::string& line : profile_table(profile, 15)) spdlog::info("{}", line);
+  const std::filesystem::path table = write_profile(run_dir, profile, record);
+  spdlog::info("profile: the whole table in {}, the trace (chrome://tracing, Perfetto) in {}",
+               table.string(), (table.parent_path() / fmt::format("rank-{}.trace.json", profile.rank)).string());
+}
+
 }  // namespace
 
 std::filesystem::path run_dir_for(const recipe::CompiledRecipe& c,
@@ -225,12 +258,32 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
                                .hysteresis_tracker = run.scaler.hysteresis_tracker()};
   };
 
+  const recipe::LoggingSection& lg = r.logging;
+  const std::filesystem::path profile_dir = lg.profile ? shared_run_dir(run) : run.run_dir;
+  if (lg.profile && run.rank0()) {
+    std::string ranks;
+    for (int64_t rank : lg.profile_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    spdlog::info("profiling iterations {} to {} on rank{} {} into {}", lg.profile_step_start,
+                 lg.profile_step_end - 1, lg.profile_ranks.size() == 1 ? "" : "s", ranks,
+                 (profile_dir / "profile").string());
+  }
+  tensor::ProfilingBackend* profiler = run.profiler;
   LogInterval interval;
   for (int64_t iteration = result.first_iteration; iteration <= d.train_iters; ++iteration) {
     dist::set_current_iteration(iteration);
     dist::inject_fault(run.groups.world_rank, iteration);
+    const bool profiled = profiler && iteration >= lg.profile_step_start &&
+                          iteration < lg.profile_step_end;
+    if (profiled) {
+      if (!profiler->started()) profiler->start();
+      profiler->begin_step(iteration);
+    }
     const auto step_start = Clock::now();
     const IterationOutcome outcome = train_iteration(run, iteration, consumed);
+    if (profiled) {
+      profiler->end_step();
+      if (iteration + 1 == lg.profile_step_end) report_profile(run, *profiler, profile_dir);
+    }
     if (outcome.skipped) ++skipped;
     consumed += outcome.global_batch;
     result.losses.push_back(outcome.loss);
@@ -278,6 +331,8 @@ TrainResult train(const recipe::CompiledRecipe& c, const TrainOptions& options) 
     }
   }
   run.checkpointer->finish();
+  // Training stopped inside the profiled iterations: what was recorded still gets reported.
+  if (profiler && profiler->started()) report_profile(run, *profiler, profile_dir);
 
   report_ranks(run, seconds_since(started));
   spdlog::info("done: {} iterations, {} samples, {} ({:.1f} s); metrics in {}", result.iterations,

@@ -22,8 +22,9 @@ struct OpTiming {
   int reps = 0;  // timed calls made: `reps`, or fewer when the budget ran out
 };
 
-// `call` timed with steady_clock, each call followed by Backend::synchronize() so that the work
-// it queued on a device is counted; exceptions from `call` propagate.
+// `call` timed between two marks of the backend's OpClock (the host clock on the CPU, CUDA events
+// on the GPU: the clock `megatron run --profile` uses), each call followed by
+// Backend::synchronize(); exceptions from `call` propagate.
 OpTiming time_op(tensor::Backend& backend, const std::function<void()>& call,
                  const TimerOptions& options);
 

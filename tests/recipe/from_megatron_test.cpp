@@ -365,5 +365,20 @@ TEST_F(FromMegatron, PackedDocumentFlagsBecomeTheirDataKeys) {
   EXPECT_THAT(last_.untranslated, IsEmpty());
 }
 
+TEST_F(FromMegatron, ProfileFlagsBecomeTheLoggingProfileKeys) {
+  const CompiledRecipe c = translate(essentials_and({"--profile", "--profile-step-start", "3",
+                                                     "--profile-step-end", "5", "--profile-ranks",
+                                                     "0", "2"}));
+  EXPECT_TRUE(c.recipe.logging.profile);
+  EXPECT_EQ(c.recipe.logging.profile_step_start, 3);
+  EXPECT_EQ(c.recipe.logging.profile_step_end, 5);
+  EXPECT_EQ(c.recipe.logging.profile_ranks, (std::vector<int64_t>{0, 2}));
+}
+
+TEST_F(FromMegatron, AProfileRankThatIsNotAnIntegerIsRefused) {
+  EXPECT_EQ(refusal(essentials_and({"--profile", "--profile-ranks", "0", "x"})),
+            "--profile-ranks: expected integers, got 'x'");
+}
+
 }  // namespace
 }  // namespace megatron::recipe
