@@ -295,6 +295,8 @@ TEST(Activations, FusedClassifierKeepsTheHeadsInputGradientAndOneChunkOfLogits) 
   const double expected = L * (66 * sbh + 9 * a * s * s * b) + 9 * sbh + chunk;
   const Plan fused = plan_of(gpt_1_3b_f32(true)), unfused = plan_of(gpt_1_3b_f32(false));
   EXPECT_DOUBLE_EQ(fused.stages[0].memory.activations, expected);
+  EXPECT_DOUBLE_EQ(fused.stages[0].activation_bytes_transient, chunk);  // reported apart
+  EXPECT_DOUBLE_EQ(unfused.stages[0].activation_bytes_transient, 0);
   EXPECT_DOUBLE_EQ(unfused.stages[0].memory.activations - fused.stages[0].memory.activations,
                    4 * s * b * V - chunk);
   EXPECT_LT(fused.peak_rank.total(), unfused.peak_rank.total());
