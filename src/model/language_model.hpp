@@ -74,7 +74,8 @@ class LanguageModel {
                                HeadOutputs* outputs = nullptr) const;
   // Consumes `saved`. dy is the gradient of the chunk's output (unused by the model's last
   // chunk, which starts from the objective `grads` weighs). Returns dx, empty for the model's
-  // first chunk.
+  // first chunk. A forward given pass.loss_grad_numerator (and a fused classifier) has already
+  // applied the token loss's weight, grads.token: it must be that numerator over the tokens.
   tensor::Tensor backward_chunk(const Pass& pass, int64_t chunk, const Batch& batch,
                                 tensor::Tensor dy, Activations& saved, LossGrads grads) const;
 

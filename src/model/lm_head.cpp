@@ -152,6 +152,13 @@ void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHe
     score(b, s.features, *outputs);
     return;
   }
+  // `saved` means a backward follows; the numerator makes the loss's gradient known now. Wanted
+  // logits would have to be whole anyway.
+  if (saved && config_.fused_classifier && pass.loss_grad_numerator &&
+      !(outputs && outputs->want_logits)) {
+    fused_forward(b, batch, *pass.loss_grad_numerator, s, losses, outputs);
+    return;
+  }
   s.logits = b.empty({rows, output_.value.dim(0)}, DType::F32);
   b.gemm(s.features, false, output_.value, true, s.logits);
   if (bias_) {
@@ -180,14 +187,57 @@ void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHe
   }
 }
 
-Tensor LmHead::output_backward(tensor::Backend& b, Tensor dlogits, const Tensor& features) const {
+void LmHead::fused_forward(tensor::Backend& b, const Batch& batch, double loss_grad_numerator,
+                           LmHeadSaved& s, Losses& losses, HeadOutputs* outputs) const {
+  const int64_t rows = batch.rows(), shard = output_.value.dim(0);
+  // Each token's gradient needs the whole micro-batch's loss-mask sum, so it is taken first; the
+  // division is the trainer's LossGrads::token (train/pipeline_step.cpp), to the bit.
+  const double tokens = b.sum(batch.loss_mask);
+  const float token_grad = float(loss_grad_numerator / std::max(tokens, 1.0));
+  Tensor dloss = b.empty({rows}, DType::F32);
+  b.copy(batch.loss_mask, dloss);
+  b.scale(dloss, token_grad);
+  Tensor loss = b.empty({rows}, DType::F32), lse = b.empty({rows}, DType::F32);
+  // Rows per chunk from a fixed budget of f32 logits, never from the machine (threads, memory):
+  // the chunks decide the order of the gradients' sums, and so their last bits.
+  const int64_t chunk = std::clamp<int64_t>(config_.classifier_chunk_bytes / (4 * shard), 1, rows);
+  Tensor block = b.empty({chunk, shard}, DType::F32);
+  Tensor bias;
+  if (bias_) {
+    bias = b.empty({shard}, DType::F32);
+    b.copy(bias_->value, bias);
+  }
+  const tensor::VocabShard vocab{.first = tp_.shard_begin(config_.padded_vocab),
+                                 .partial = tp_.active()};
+  s.dfeatures = b.empty({rows, config_.hidden}, config_.dtype);
+  for (int64_t begin = 0; begin < rows; begin += chunk) {
+    const int64_t end = std::min(rows, begin + chunk);
+    const Tensor features = s.features.slice(begin, end), labels = batch.labels.slice(begin, end);
+    Tensor logits = block.slice(0, end - begin);  // [chunk, V/TP] f32
+    b.gemm(features, false, output_.value, true, logits);
+    if (bias_) b.bias_add(logits, bias);
+    Tensor chunk_loss = loss.slice(begin, end), chunk_lse = lse.slice(begin, end);
+    b.cross_entropy_forward(logits, labels, chunk_loss, chunk_lse, vocab);
+    // Every tensor-parallel rank holds the same rows, so each chunk's collectives pair up.
+    if (tp_.active()) combine_vocab_shards(b, chunk_loss, chunk_lse);
+    // The logits' gradient overwrites them in place, as in backward.
+    b.cross_entropy_backward(logits, labels, chunk_lse, dloss.slice(begin, end), logits, vocab);
+    output_backward(b, logits, features, s.dfeatures.slice(begin, end));
+  }
+  s.features = {};
+  losses.lm += b.dot(loss, batch.loss_mask);
+  losses.tokens += tokens;
+  if (outputs && outputs->want_token_losses) outputs->token_losses = loss;
+}
+
+void LmHead::output_backward(tensor::Backend& b, const Tensor& dlogits, const Tensor& features,
+                             Tensor dfeatures) const {
   const int64_t rows = dlogits.dim(0), vocab = dlogits.dim(1);  // this rank's shard
   if (bias_) b.bias_grad(dlogits, bias_->grad);
-  Tensor dfeatures = b.empty({rows, config_.hidden}, config_.dtype);
   if (config_.dtype == DType::F32) {
     b.gemm(dlogits, true, features, false, output_.grad, 1.0f, 1.0f);
     b.gemm(dlogits, false, output_.value, false, dfeatures);
-    return dfeatures;
+    return;
   }
   // As Megatron, the gradient leaves the f32 loss in the model's dtype; it is narrowed a block
   // of rows at a time, so no second vocabulary-sized tensor ever exists.
@@ -201,23 +251,27 @@ Tensor LmHead::output_backward(tensor::Backend& b, Tensor dlogits, const Tensor&
     Tensor dx = dfeatures.slice(first, last);
     b.gemm(block, false, output_.value, false, dx);
   }
-  return dfeatures;
 }
 
 Tensor LmHead::backward(const Pass& pass, const Batch& batch, LmHeadSaved& s,
                         float token_grad) const {
   tensor::Backend& b = pass.backend;
-  Tensor dloss = b.empty({batch.rows()}, DType::F32);
-  b.copy(batch.loss_mask, dloss);
-  b.scale(dloss, token_grad);
-  // The logits' gradient overwrites them in place: no second vocabulary-sized tensor.
-  Tensor dlogits = std::move(s.logits);
-  const tensor::VocabShard shard{.first = tp_.shard_begin(config_.padded_vocab),
-                                 .partial = tp_.active()};
-  b.cross_entropy_backward(dlogits, batch.labels, s.lse, dloss, dlogits, shard);
-  s.lse = {};
-  Tensor dfeatures = output_backward(b, std::move(dlogits), s.features);
-  s.features = {};
+  Tensor dfeatures = std::move(s.dfeatures);  // fused: computed in the forward
+  if (!dfeatures.defined()) {
+    Tensor dloss = b.empty({batch.rows()}, DType::F32);
+    b.copy(batch.loss_mask, dloss);
+    b.scale(dloss, token_grad);
+    // The logits' gradient overwrites them in place: no second vocabulary-sized tensor.
+    Tensor dlogits = std::move(s.logits);
+    const tensor::VocabShard shard{.first = tp_.shard_begin(config_.padded_vocab),
+                                   .partial = tp_.active()};
+    b.cross_entropy_backward(dlogits, batch.labels, s.lse, dloss, dlogits, shard);
+    s.lse = {};
+    dfeatures = b.empty({batch.rows(), config_.hidden}, config_.dtype);
+    output_backward(b, dlogits, s.features, dfeatures);
+    dlogits = {};
+    s.features = {};
+  }
   Tensor dx = parallel::reduce_partial(b, tp_, dfeatures);
   if (dense_) {
     Tensor dact = norm_->backward(b, dx, s.act, s.norm);

@@ -23,6 +23,9 @@ struct LmHeadSaved {
   tensor::Tensor features;  // the whole sequence's rows into the output layer
   tensor::Tensor logits;    // f32 [rows, padded vocab / tp]
   tensor::Tensor lse;       // over the whole vocabulary
+  // Fused: no features, logits or lse; the gradient of features [rows, H] (model dtype, this
+  // rank's vocabulary shard's part), computed during the forward.
+  tensor::Tensor dfeatures;
 };
 
 class LmHead {
@@ -30,7 +33,10 @@ class LmHead {
   // `output`: the output layer's weight [padded vocab, hidden] (the word embedding when tied).
   LmHead(ParameterSet& params, const ModelConfig& config, Parameter& output);
   // x: this rank's rows of the final norm's output. Adds the masked loss sums to `losses`; with a
-  // null `saved` nothing is kept (evaluation).
+  // null `saved` nothing is kept (evaluation). Fused (ModelConfig::fused_classifier, a `saved`,
+  // pass.loss_grad_numerator set, no logits wanted): the output layer and cross-entropy run a
+  // chunk of rows at a time, their gradients computed here, and the output layer's weight and
+  // bias gradients accumulated now rather than in backward.
   void forward(const Pass& pass, const Batch& batch, const tensor::Tensor& x, LmHeadSaved* saved,
                Losses& losses, HeadOutputs* outputs) const;
   // Generation: the logits of `rows` (i32 [n] indices into x, this rank's final-norm output of
@@ -38,7 +44,8 @@ class LmHead {
   // tensor-parallel rank getting all of them (the shards are all-gathered).
   std::vector<float> logits(tensor::Backend& backend, const tensor::Tensor& x,
                             const tensor::Tensor& rows, int64_t vocab) const;
-  // Starts from sum_i token_grad * loss_mask_i * loss_i; consumes `saved`; returns dx.
+  // Starts from sum_i token_grad * loss_mask_i * loss_i; consumes `saved`; returns dx. After a
+  // fused forward the loss's gradient is already in `saved` and `token_grad` is not read.
   tensor::Tensor backward(const Pass& pass, const Batch& batch, LmHeadSaved& saved,
                           float token_grad) const;
 
@@ -47,9 +54,13 @@ class LmHead {
   void combine_vocab_shards(tensor::Backend& b, tensor::Tensor& loss, tensor::Tensor& lse) const;
   // HeadOutputs' scoring: the chosen rows' logits and label log-probabilities.
   void score(tensor::Backend& b, const tensor::Tensor& features, HeadOutputs& outputs) const;
-  // dlogits [rows, vocab shard] f32 -> the output weight's gradient and d features.
-  tensor::Tensor output_backward(tensor::Backend& b, tensor::Tensor dlogits,
-                                 const tensor::Tensor& features) const;
+  // The fused forward's logits, loss and gradients, a chunk of rows at a time (see forward).
+  void fused_forward(tensor::Backend& b, const Batch& batch, double loss_grad_numerator,
+                     LmHeadSaved& s, Losses& losses, HeadOutputs* outputs) const;
+  // dlogits [rows, vocab shard] f32 -> the output weight's and bias's gradients (accumulated)
+  // and dfeatures [rows, H] (overwritten).
+  void output_backward(tensor::Backend& b, const tensor::Tensor& dlogits,
+                       const tensor::Tensor& features, tensor::Tensor dfeatures) const;
 
   const ModelConfig& config_;
   parallel::TensorParallel tp_;

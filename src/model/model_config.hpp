@@ -41,6 +41,13 @@ struct ModelConfig {
   tensor::DType dtype = tensor::DType::F32;
   Recompute recompute = Recompute::None;
   int64_t recompute_layers = 0;  // full recompute: the first N blocks
+  // The LM head's output layer and cross-entropy run in chunks of rows during a training forward
+  // that knows its loss gradient (Pass::loss_grad_numerator), computing their gradients there:
+  // a micro-batch's f32 logits are never whole (llm.c's fused classifier).
+  bool fused_classifier = true;
+  // Bytes of f32 logits per chunk: fixed, so that results never depend on the machine (tests
+  // make it small, so that a tiny batch spans several chunks).
+  int64_t classifier_chunk_bytes = int64_t{32} << 20;
   // What the family changes; set from `arch` by model_config, spelled out so that the layers
   // read what they do rather than which family they are in.
   bool causal = true;          // attention mask: causal (GPT) or bidirectional with padding (BERT)

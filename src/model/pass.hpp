@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "model/rng_streams.hpp"
 #include "tensor/backend.hpp"
@@ -21,6 +22,10 @@ struct Pass {
   // the index (in creation order) from which every parameter's gradient is complete, so their
   // reduction can start while backward goes on.
   const std::function<void(size_t first_param)>* on_grads_ready = nullptr;
+  // Set on a training forward through the chunk that ends the model: each token's loss gradient
+  // is this over the micro-batch's loss-mask sum (at least 1), the LossGrads::token its backward
+  // gets. Knowing it, a fused head computes its gradients during the forward.
+  std::optional<double> loss_grad_numerator;
 
   void grads_ready(size_t first_param) const {
     if (on_grads_ready) (*on_grads_ready)(first_param);

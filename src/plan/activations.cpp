@@ -50,6 +50,11 @@ double mlp_block(const ModelShape& x, double q) {
   return bytes;
 }
 
+// The f32 logits of one micro-batch on this rank's vocabulary shard.
+double logits_bytes(const ModelShape& x) {
+  return 4.0 * local_tokens(x, x.output_tokens()) * x.b * static_cast<double>(x.V) / x.t;
+}
+
 }  // namespace
 
 double layer_activation_bytes(const ModelShape& x, LayerKind kind) {
@@ -82,10 +87,20 @@ double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
   }
   if (stage.has_output_layer) {
     const double q = local_tokens(x, x.output_tokens());
-    bytes += e * q * b * h * out;                           // final norm input
-    if (x.C == 0) bytes += 4.0 * q * b * static_cast<double>(x.V) / x.t;  // f32 logits for cross-entropy
+    bytes += e * q * b * h * out;  // final norm input
+    if (x.C == 0) {
+      // The output layer's input, every row of the sequence (its weight gradient reads it), or
+      // fused, the gradient of that input, computed in the forward.
+      bytes += e * q * b * h;
+      if (!x.model.fused_classifier) bytes += logits_bytes(x);  // for the cross-entropy's backward
+    }
   }
   return bytes;
+}
+
+double stage_transient_activation_bytes(const ModelShape& x, const Stage& stage) {
+  if (!stage.has_output_layer || x.C > 0 || !x.model.fused_classifier) return 0;
+  return std::min(logits_bytes(x), static_cast<double>(x.model.classifier_chunk_bytes));
 }
 
 double stage_activation_bytes(const ModelShape& x, const Stage& stage) {

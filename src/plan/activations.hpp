@@ -15,9 +15,13 @@ namespace megatron::plan {
 double layer_activation_bytes(const ModelShape& x, LayerKind kind);
 // One layer under full recompute: only its input is kept.
 double recomputed_layer_activation_bytes(const ModelShape& x, LayerKind kind);
-// What a stage keeps besides its layers: embedding dropout mask, final norm input, f32
-// logits for the cross-entropy, and (T5) the encoder output the decoder attends to.
+// What a stage keeps besides its layers: embedding dropout mask, final norm input, the output
+// layer's input (fused classifier: its gradient) and, unfused, the f32 logits for the
+// cross-entropy, and (T5) the encoder output the decoder attends to.
 double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage);
+// What a stage holds only while one micro-batch's forward runs, once however many are in
+// flight: the fused classifier's chunk of f32 logits (at most ModelConfig::classifier_chunk_bytes).
+double stage_transient_activation_bytes(const ModelShape& x, const Stage& stage);
 // All layers of the stage (the first recompute_layers of them recomputed) plus the extras.
 double stage_activation_bytes(const ModelShape& x, const Stage& stage);
 

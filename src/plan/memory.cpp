@@ -26,7 +26,9 @@ void fill_memory(const ModelShape& x, std::vector<Stage>& stages) {
     stage.memory.weights = n * per.weights;
     stage.memory.gradients = n * per.gradients;
     stage.memory.optimizer = n * per.optimizer;
-    stage.memory.activations = stage.activation_bytes_per_microbatch * stage.microbatches_in_flight;
+    stage.activation_bytes_transient = stage_transient_activation_bytes(x, stage);
+    stage.memory.activations = stage.activation_bytes_per_microbatch * stage.microbatches_in_flight +
+                               stage.activation_bytes_transient;
   }
 }
 

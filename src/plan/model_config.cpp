@@ -51,6 +51,7 @@ model::ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Deri
                               ? recipe.training.recompute_num_layers.value_or(
                                     m.num_layers + derived.decoder_num_layers)
                               : 0,
+      .fused_classifier = recipe.training.fused_classifier,
       .causal = !bert && !t5,
       .encoder_decoder = t5,
       // Megatron's BertModel has token types (sentence A/B) only with the binary head.

@@ -39,6 +39,9 @@ struct Stage {
   // Micro-batches whose activations are alive at the peak, under the schedule, counted in
   // whole-stage units (interleaving holds chunks, so this can be fractional).
   double microbatches_in_flight = 0;
+  // Held once, only while a forward runs (the fused classifier's chunk of logits); included in
+  // memory.activations.
+  double activation_bytes_transient = 0;
   MemoryBreakdown memory;             // per rank
 };
 

@@ -23,6 +23,7 @@ nlohmann::json stage_json(const Stage& stage) {
           {"parameters_per_rank", stage.parameters_per_rank},
           {"activation_bytes_per_microbatch", stage.activation_bytes_per_microbatch},
           {"microbatches_in_flight", stage.microbatches_in_flight},
+          {"activation_bytes_transient", stage.activation_bytes_transient},
           {"memory", memory_json(stage.memory)}};
 }
 

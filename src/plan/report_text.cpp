@@ -114,9 +114,13 @@ void memory_section(std::ostringstream& out, const Plan& plan,
   out << fmt::format("  weights      {:>11}\n", bytes_text(m.weights));
   out << fmt::format("  gradients    {:>11}\n", bytes_text(m.gradients));
   out << fmt::format("  optimizer    {:>11}\n", bytes_text(m.optimizer));
-  out << fmt::format("  activations  {:>11}  ({} per micro-batch x {:.2f} in flight)\n",
+  out << fmt::format("  activations  {:>11}  ({} per micro-batch x {:.2f} in flight{})\n",
                      bytes_text(m.activations), bytes_text(peak.activation_bytes_per_microbatch),
-                     peak.microbatches_in_flight);
+                     peak.microbatches_in_flight,
+                     peak.activation_bytes_transient > 0
+                         ? fmt::format(", + {} of logits during a forward",
+                                       bytes_text(peak.activation_bytes_transient))
+                         : std::string());
   if (m.runtime > 0) out << fmt::format("  runtime      {:>11}  (the process: code, libraries, BLAS buffers)\n", bytes_text(m.runtime));
   const HardwareProfile* hw = profile_named(plan.estimate.hardware, compiled);
   const std::string device = hw ? fmt::format(" of {} on {}", gib(hw->memory_bytes), hw->name) : "";

@@ -116,6 +116,7 @@ struct TrainingSection {
   double clip_grad = 1.0;
   Recompute recompute = Recompute::None;
   std::optional<int64_t> recompute_num_layers;   // full recompute: blocks per stage; default all
+  bool fused_classifier = true;                  // LM head + cross-entropy in chunks of tokens
   int64_t seed = 1234;
 };
 

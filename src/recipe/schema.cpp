@@ -285,6 +285,10 @@ std::vector<FieldSpec> training_fields() {
       t("recompute_num_layers", &S::recompute_num_layers,
         "Full recompute: blocks per pipeline stage that are recomputed.",
         derived("every layer of the stage", up_to(kMaxLayers))),
+      t("fused_classifier", &S::fused_classifier,
+        "The output layer and cross-entropy run in chunks of tokens during the forward pass, "
+        "computing their gradients there, so a micro-batch's f32 logits are never stored whole "
+        "(llm.c's fused classifier); false keeps the whole logits for the backward pass."),
       t("seed", &S::seed, "Random seed for initialisation, data order and dropout.", kNonNegative),
   };
 }

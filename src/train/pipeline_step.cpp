@@ -126,6 +126,8 @@ StepLosses forward_backward(tensor::Backend& backend, const model::LanguageModel
   std::map<std::pair<int, int>, model::Activations> saved;
   std::map<int64_t, model::LossGrads> loss_grads;
   StepLosses loss;
+  // Each micro-batch's share of the loss, scaled: over its tokens, each token's loss gradient.
+  const double per_microbatch = shape.loss_scale / double(shape.global_microbatches);
   for (size_t i = 0; i < ops.size(); ++i) {
     const PipelineOp& op = ops[i];
     const int64_t j = op.microbatch;
@@ -136,9 +138,11 @@ StepLosses forward_backward(tensor::Backend& backend, const model::LanguageModel
     if (op.phase == Phase::Forward) {
       Tensor x = model.starts_model(op.chunk) ? Tensor{} : io.receive(Phase::Forward, op.chunk, j);
       model::Losses sum;
+      // The head may compute its gradients in the forward (a fused classifier): from the same
+      // numerator, it divides by the same token count as loss_grads below.
+      if (model.ends_model(op.chunk)) pass.loss_grad_numerator = per_microbatch;
       Tensor y = model.forward_chunk(pass, op.chunk, batch, std::move(x), &acts, &sum);
       if (model.ends_model(op.chunk)) {
-        const double per_microbatch = shape.loss_scale / double(shape.global_microbatches);
         loss += means(sum, double(shape.global_microbatches));
         loss_grads[j] = {.token = float(per_microbatch / std::max(sum.tokens, 1.0)),
                          .sentence = float(per_microbatch / std::max(sum.sentences, 1.0))};

@@ -132,6 +132,18 @@ TEST(ParallelRun, PackedDocumentsUnderEveryKindOfParallelismMatchOneProcess) {
                   kF32Tolerance);
 }
 
+// The fused classifier (on in every run above) against one process that keeps the whole logits:
+// under tensor parallelism each chunk of rows combines its vocabulary shards, and with data
+// parallelism and the distributed optimizer the output layer's gradient, accumulated during the
+// forwards, is complete before its bucket is reduced.
+TEST(ParallelRun, FusedClassifierUnderTensorDataAndPipelineParallelismMatchesOneUnfusedProcess) {
+  expect_same_run(reference("training.fused_classifier=false " + kDropout),
+                  train(8, kDropout + "parallel.tensor=2 parallel.pipeline=2 "
+                                      "parallel.virtual_pipeline=2 parallel.sequence_parallel=true "
+                                      "parallel.distributed_optimizer=true"),
+                  kF32Tolerance);
+}
+
 TEST(ParallelRun, AllForwardAllBackwardWithDataParallelGradientAccumulationMatchesOneProcess) {
   // 2 data-parallel ranks x 2 stages, 2 micro-batches per rank accumulated before the reduction.
   expect_same_run(reference(""),

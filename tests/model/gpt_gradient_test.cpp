@@ -32,11 +32,14 @@ double loss_with(tensor::Backend& b, LanguageModel& m, const Batch& batch, Param
 // 5e-3 on weights of scale 0.2: the truncation error is O(step^2) relative and the rounding
 // error about 1e-7 * |loss| / step; both stay under 2e-3 of the largest gradient element.
 // first_keys: documents packed into the batch's sequences (Batch::first_keys); empty: none.
+// The LM head is fused (the default) and its chunks hold 3 of the batch's 10 rows, so the
+// gradients it computes in the forward are checked over several chunks.
 void expect_gradients_match_finite_differences(const ModelConfig& config, bool training,
                                                Recompute recompute = Recompute::None,
                                                std::vector<int64_t> first_keys = {}) {
   tensor::CpuBackend b(1);
   ModelConfig c = config;
+  c.classifier_chunk_bytes = 3 * 4 * c.padded_vocab;
   c.recompute = recompute;
   c.recompute_layers = recompute == Recompute::Full ? c.num_layers : 0;
   LanguageModel m(b, c);
@@ -46,7 +49,9 @@ void expect_gradients_match_finite_differences(const ModelConfig& config, bool t
   // Training passes run dropout (when the config has it); evaluation passes of the same key
   // would not, so the finite differences use a training pass too: the mask depends only on
   // the key, so every forward sees the same one.
-  const Pass pass{.backend = b, .training = training, .seed = 5, .iteration = 3};
+  // The objective's token weight 1 / tokens, told to the forward as pipeline_step does.
+  const Pass pass{.backend = b, .training = training, .seed = 5, .iteration = 3,
+                  .loss_grad_numerator = 1.0};
 
   m.parameters().zero_grads();
   Activations saved;
@@ -76,6 +81,12 @@ void expect_gradients_match_finite_differences(const ModelConfig& config, bool t
 
 TEST(GptGradients, GptShapedModelMatchesFiniteDifferences) {
   expect_gradients_match_finite_differences(test_support::tiny_gpt_config(), false);
+}
+
+TEST(GptGradients, UnfusedClassifierMatchesFiniteDifferences) {
+  ModelConfig c = test_support::tiny_gpt_config();
+  c.fused_classifier = false;
+  expect_gradients_match_finite_differences(c, false);
 }
 
 TEST(GptGradients, LlamaShapedModelMatchesFiniteDifferences) {

@@ -263,21 +263,57 @@ TEST(Activations, Korthikanti530bFirstStageKeeps34SbhLOverT) {
 
 // A 1.3B model (L = 24, h = 2048, a = 16, V = 51200) in f32 on one rank, s = 2048, b = 1.
 // f32 doubles every stored tensor except the 1-byte masks: per layer 66 sbh + 9 a s^2 b.
-// The rank also keeps the embedding mask (sbh), the final norm input (4 sbh) and f32 logits
-// (4 s b V); 1F1B on one stage keeps one micro-batch.
-TEST(Activations, Fp32SingleRankKeepsFourByteTensorsPlusLogits) {
+// The rank also keeps the embedding mask (sbh), the final norm input (4 sbh), the output layer's
+// input (4 sbh) and, without the fused classifier, f32 logits (4 s b V); 1F1B on one stage keeps
+// one micro-batch.
+recipe::CompiledRecipe gpt_1_3b_f32(bool fused_classifier) {
   auto compiled = make_gpt({.layers = 24,
                             .hidden = 2048,
                             .heads = 16,
                             .seq_length = 2048,
                             .global_batch = 8,
                             .dtype = recipe::DType::F32});
+  compiled.recipe.training.fused_classifier = fused_classifier;
+  return compiled;
+}
+
+TEST(Activations, Fp32SingleRankWithoutTheFusedClassifierKeepsFourByteTensorsPlusLogits) {
   const double s = 2048, b = 1, h = 2048, a = 16, L = 24, V = 51200;
   const double sbh = s * b * h;
-  const double expected = L * (66 * sbh + 9 * a * s * s * b) + 5 * sbh + 4 * s * b * V;
-  const Plan plan = plan_of(compiled);
+  const double expected = L * (66 * sbh + 9 * a * s * s * b) + 9 * sbh + 4 * s * b * V;
+  const Plan plan = plan_of(gpt_1_3b_f32(false));
   EXPECT_DOUBLE_EQ(plan.stages[0].microbatches_in_flight, 1);
   EXPECT_DOUBLE_EQ(plan.stages[0].memory.activations, expected);
+}
+
+// Fused, the head keeps the gradient of the output layer's input (4 sbh in f32) in place of
+// that input, no logits, and holds one 32 MiB chunk of them while the forward runs: 368 MiB
+// below the unfused estimate, the 400 MiB of logits less the chunk.
+TEST(Activations, FusedClassifierKeepsTheHeadsInputGradientAndOneChunkOfLogits) {
+  const double s = 2048, b = 1, h = 2048, a = 16, L = 24, V = 51200;
+  const double sbh = s * b * h, chunk = 32.0 * 1024 * 1024;
+  const double expected = L * (66 * sbh + 9 * a * s * s * b) + 9 * sbh + chunk;
+  const Plan fused = plan_of(gpt_1_3b_f32(true)), unfused = plan_of(gpt_1_3b_f32(false));
+  EXPECT_DOUBLE_EQ(fused.stages[0].memory.activations, expected);
+  EXPECT_DOUBLE_EQ(fused.stages[0].activation_bytes_transient, chunk);  // reported apart
+  EXPECT_DOUBLE_EQ(unfused.stages[0].activation_bytes_transient, 0);
+  EXPECT_DOUBLE_EQ(unfused.stages[0].memory.activations - fused.stages[0].memory.activations,
+                   4 * s * b * V - chunk);
+  EXPECT_LT(fused.peak_rank.total(), unfused.peak_rank.total());
+}
+
+// A chunk is at most the whole logits: a small micro-batch's fit in one.
+TEST(Activations, FusedClassifiersChunkIsAtMostTheWholeLogits) {
+  auto compiled = gpt_1_3b_f32(true);
+  compiled.recipe.data.seq_length = 64;
+  rederive(compiled);
+  const double s = 64, b = 1, V = 51200;
+  ASSERT_LT(4 * s * b * V, 32.0 * 1024 * 1024);
+  const Plan fused = plan_of(compiled);
+  compiled.recipe.training.fused_classifier = false;
+  const Plan unfused = plan_of(compiled);
+  // One chunk of all the logits, alive during the forward of the one micro-batch in flight.
+  EXPECT_DOUBLE_EQ(fused.stages[0].memory.activations, unfused.stages[0].memory.activations);
 }
 
 TEST(Memory, Fp32SingleRank1_3bModelStateIs16BytesPerParameter) {
@@ -296,11 +332,28 @@ TEST(Memory, Fp32SingleRank1_3bModelStateIs16BytesPerParameter) {
                    16 * params);
 }
 
-TEST(Memory, LastStageKeepsFinalNormInputAndF32LogitsShard) {
-  const Plan plan = plan_of(gpt3_175b_tp8_pp16());
-  // One micro-batch in flight: 6 layers + final norm input 2 sbh + logits 4 s b V / t.
-  const double expected = 6 * 23 * sbh + 2 * sbh + 4 * s * b * 51200 / t;
+TEST(Memory, LastStageWithoutTheFusedClassifierKeepsFinalNormInputAndF32LogitsShard) {
+  auto compiled = gpt3_175b_tp8_pp16();
+  compiled.recipe.training.fused_classifier = false;
+  const Plan plan = plan_of(compiled);
+  // One micro-batch in flight: 6 layers + final norm input 2 sbh + the output layer's input
+  // 2 sbh + logits 4 s b V / t.
+  const double expected = 6 * 23 * sbh + 4 * sbh + 4 * s * b * 51200 / t;
   EXPECT_DOUBLE_EQ(plan.stages[15].memory.activations, expected);
+}
+
+// The fused classifier's last stage holds one 32 MiB chunk of the 50 MiB logits shard instead of
+// all of them (and the gradient of the output layer's input in place of that input).
+TEST(Memory, FusedClassifiersLastStageIsBelowTheUnfusedByTheLogitsLessAChunk) {
+  const double logits = 4 * s * b * 51200 / t, chunk = 32.0 * 1024 * 1024;
+  const Plan fused = plan_of(gpt3_175b_tp8_pp16());
+  auto compiled = gpt3_175b_tp8_pp16();
+  compiled.recipe.training.fused_classifier = false;
+  const Plan unfused = plan_of(compiled);
+  EXPECT_DOUBLE_EQ(fused.stages[15].memory.activations,
+                   unfused.stages[15].memory.activations - logits + chunk);
+  // Stages without the output layer are unchanged.
+  EXPECT_DOUBLE_EQ(fused.stages[14].memory.activations, unfused.stages[14].memory.activations);
 }
 
 TEST(Memory, PeakStageIsTheOneWithTheLargestTotal) {
