@@ -200,7 +200,7 @@ void LmHead::fused_forward(tensor::Backend& b, const Batch& batch, double loss_g
   Tensor loss = b.empty({rows}, DType::F32), lse = b.empty({rows}, DType::F32);
   // Rows per chunk from a fixed budget of f32 logits, never from the machine (threads, memory):
   // the chunks decide the order of the gradients' sums, and so their last bits.
-  const int64_t chunk = std::clamp<int64_t>(config_.classifier_chunk_bytes / (4 * shard), 1, rows);
+  const int64_t chunk = classifier_chunk_rows(config_, rows, shard);
   Tensor block = b.empty({chunk, shard}, DType::F32);
   Tensor bias;
   if (bias_) {

@@ -107,8 +107,6 @@ Tensor TransformerBlock::cross_backward(const Pass& pass, const Tensor& dmid2, c
   tensor::Backend& b = pass.backend;
   const AttentionInputs inputs = cross_inputs(batch, memory);
   if (!saved.xattn.out.defined()) saved.xattn = cross_core_->forward(pass, saved.xq, &saved.xkv, inputs);
-  Tensor dmid = b.empty(dmid2.shape(), dmid2.dtype());
-  b.copy(dmid2, dmid);
   Tensor dproj = b.empty(dmid2.shape(), dmid2.dtype());
   b.dropout_backward(dmid2, dproj, pass.dropout(config_.hidden_dropout),
                      hidden_key(pass, DropoutSite::CrossAttentionOut, batch));
@@ -124,7 +122,9 @@ Tensor TransformerBlock::cross_backward(const Pass& pass, const Tensor& dmid2, c
   b.add(dmemory, xkv_->backward(b, dxkv, memory.states), dmemory);
   Tensor dlnx = parallel::reduce_partial(b, tp_, xq_->backward(b, dxq, saved.lnx));
   saved.lnx = {};
-  b.add(dmid, norm_x_->backward(b, dlnx, saved.mid, saved.norm_x), dmid);
+  // The residual's gradient and the norm's, summed into a new tensor (no copy first).
+  Tensor dmid = b.empty(dmid2.shape(), dmid2.dtype());
+  b.add(dmid2, norm_x_->backward(b, dlnx, saved.mid, saved.norm_x), dmid);
   return dmid;
 }
 
@@ -229,9 +229,10 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
   // Selective recompute: the core again, from the kept (already rotated) qkv.
   if (!saved.attn.out.defined()) saved.attn = self_core_.forward(pass, saved.qkv, nullptr, inputs);
 
-  // MLP: y = mid + dropout(fc2(act(fc1(norm2(mid)))))
-  Tensor dmid = b.empty(dy.shape(), dy.dtype());
-  b.copy(dy, dmid);
+  // MLP: y = mid + dropout(fc2(act(fc1(norm2(mid))))). The residual's gradient dy and the
+  // norm's are summed in one add into a new tensor, not copied first and added in place: one
+  // pass over the hidden states fewer, the same values.
+  Tensor dmid;
   {
     Tensor dfc2 = b.empty(dy.shape(), dy.dtype());
     b.dropout_backward(dy, dfc2, pass.dropout(config_.hidden_dropout),
@@ -241,7 +242,8 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
         b, tp_, mlp_.backward(b, parallel::gather_sequence(b, tp_, dfc2), saved.ln2, saved.mlp));
     saved.ln2 = {};
     Tensor dnorm2 = norm2_.backward(b, dln2, memory ? saved.mid2 : saved.mid, saved.norm2);
-    b.add(dmid, dnorm2, dmid);
+    dmid = b.empty(dy.shape(), dy.dtype());
+    b.add(dy, dnorm2, dmid);
     saved.mid2 = {};
   }
   // Until here dmid was the gradient of the MLP's input: mid2 in a decoder block.
@@ -249,13 +251,11 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
   saved.mid = {};
 
   // Attention: mid = x + dropout(proj(core(qkv(norm1(x)))))
-  Tensor dx = b.empty(dy.shape(), dy.dtype());
-  b.copy(dmid, dx);
+  Tensor dx;
   {
     Tensor dproj = b.empty(dy.shape(), dy.dtype());
     b.dropout_backward(dmid, dproj, pass.dropout(config_.hidden_dropout),
                        hidden_key(pass, DropoutSite::AttentionOut, batch));
-    dmid = {};
     proj_.bias_grad(b, dproj);
     Tensor dattn = proj_.backward(b, parallel::gather_sequence(b, tp_, dproj), saved.attn.out);
     Tensor dqkv = b.empty(saved.qkv.shape(), dy.dtype());
@@ -266,7 +266,9 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     Tensor dln1 = parallel::reduce_partial(b, tp_, qkv_.backward(b, dqkv, saved.ln1));
     saved.ln1 = {};
     Tensor dnorm1 = norm1_.backward(b, dln1, saved.input, saved.norm1);
-    b.add(dx, dnorm1, dx);
+    dx = b.empty(dy.shape(), dy.dtype());
+    b.add(dmid, dnorm1, dx);
+    dmid = {};
   }
   saved = {};
   return dx;

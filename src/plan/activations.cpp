@@ -100,7 +100,11 @@ double stage_extra_activation_bytes(const ModelShape& x, const Stage& stage) {
 
 double stage_transient_activation_bytes(const ModelShape& x, const Stage& stage) {
   if (!stage.has_output_layer || x.C > 0 || !x.model.fused_classifier) return 0;
-  return std::min(logits_bytes(x), static_cast<double>(x.model.classifier_chunk_bytes));
+  const double rows = local_tokens(x, x.output_tokens()) * x.b;
+  const double columns = static_cast<double>(x.V) / x.t;
+  const auto chunk = model::classifier_chunk_rows(x.model, static_cast<int64_t>(rows),
+                                                  static_cast<int64_t>(columns));
+  return 4.0 * static_cast<double>(chunk) * columns;
 }
 
 double stage_activation_bytes(const ModelShape& x, const Stage& stage) {

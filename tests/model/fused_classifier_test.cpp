@@ -27,6 +27,7 @@ struct Step {
 // Chunks of `rows` rows of f32 logits: a tiny batch then spans several chunks.
 ModelConfig chunked(ModelConfig c, int64_t rows) {
   c.classifier_chunk_bytes = rows * 4 * c.padded_vocab;
+  c.classifier_chunk_min_rows = 1;
   return c;
 }
 

@@ -40,6 +40,7 @@ void expect_gradients_match_finite_differences(const ModelConfig& config, bool t
   tensor::CpuBackend b(1);
   ModelConfig c = config;
   c.classifier_chunk_bytes = 3 * 4 * c.padded_vocab;
+  c.classifier_chunk_min_rows = 1;
   c.recompute = recompute;
   c.recompute_layers = recompute == Recompute::Full ? c.num_layers : 0;
   LanguageModel m(b, c);

@@ -291,7 +291,9 @@ TEST(Activations, Fp32SingleRankWithoutTheFusedClassifierKeepsFourByteTensorsPlu
 // below the unfused estimate, the 400 MiB of logits less the chunk.
 TEST(Activations, FusedClassifierKeepsTheHeadsInputGradientAndOneChunkOfLogits) {
   const double s = 2048, b = 1, h = 2048, a = 16, L = 24, V = 51200;
-  const double sbh = s * b * h, chunk = 32.0 * 1024 * 1024;
+  // 32 MiB holds 163 rows of 51,200 f32 logits, fewer than the 512 a chunk has at least: the
+  // 2,048 rows run in four chunks of 512.
+  const double sbh = s * b * h, chunk = 4.0 * 512 * V;
   const double expected = L * (66 * sbh + 9 * a * s * s * b) + 9 * sbh + chunk;
   const Plan fused = plan_of(gpt_1_3b_f32(true)), unfused = plan_of(gpt_1_3b_f32(false));
   EXPECT_DOUBLE_EQ(fused.stages[0].memory.activations, expected);
@@ -342,10 +344,11 @@ TEST(Memory, LastStageWithoutTheFusedClassifierKeepsFinalNormInputAndF32LogitsSh
   EXPECT_DOUBLE_EQ(plan.stages[15].memory.activations, expected);
 }
 
-// The fused classifier's last stage holds one 32 MiB chunk of the 50 MiB logits shard instead of
-// all of them (and the gradient of the output layer's input in place of that input).
+// The fused classifier's last stage holds one chunk of the 50 MiB logits shard instead of all of
+// them (and the gradient of the output layer's input in place of that input): 32 MiB holds 1,310
+// of the 2,048 rows of 6,400 columns, so they run as two even chunks of 1,024 rows.
 TEST(Memory, FusedClassifiersLastStageIsBelowTheUnfusedByTheLogitsLessAChunk) {
-  const double logits = 4 * s * b * 51200 / t, chunk = 32.0 * 1024 * 1024;
+  const double logits = 4 * s * b * 51200 / t, chunk = 4.0 * 1024 * 51200 / t;
   const Plan fused = plan_of(gpt3_175b_tp8_pp16());
   auto compiled = gpt3_175b_tp8_pp16();
   compiled.recipe.training.fused_classifier = false;
