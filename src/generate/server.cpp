@@ -10,6 +10,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -71,6 +72,28 @@ class Channel {
   dist::Communicator* world_;
   tensor::CpuBackend cpu_{1};
 };
+
+// The largest request body read. httplib 0.11 enforces its payload limit only on bodies that
+// state a Content-Length; a chunked body is read through read_bounded_body, which stops at it.
+constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+
+// The body, or nullopt when it is longer than kMaxBodyBytes. Past the limit the rest is read and
+// dropped, never kept: memory stays bounded, and the client, still sending, gets its 413.
+std::optional<std::string> read_bounded_body(const httplib::ContentReader& reader) {
+  std::string body;
+  bool over = false;
+  const bool complete = reader([&](const char* data, size_t length) {
+    if (over || length > kMaxBodyBytes - body.size()) {
+      over = true;
+      body = std::string();  // released, not just cleared
+      return true;
+    }
+    body.append(data, length);
+    return true;
+  });
+  if (over || !complete) return std::nullopt;
+  return body;
+}
 
 json error_body(Api api, const std::string& message) {
   if (api == Api::Completions) {
@@ -136,13 +159,22 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   uint64_t next_seed = (uint64_t(entropy()) << 32) | entropy();
 
   httplib::Server server;
-  server.set_payload_max_length(64 << 20);
+  server.set_payload_max_length(kMaxBodyBytes);  // bodies with a Content-Length: 413 unread
   const auto handle = [&](Api api) {
-    return [&, api](const httplib::Request& req, httplib::Response& res) {
+    return [&, api](const httplib::Request&, httplib::Response& res,
+                    const httplib::ContentReader& reader) {
+      const std::optional<std::string> text = read_bounded_body(reader);
+      if (!text) {
+        res.status = 413;
+        res.set_content(error_body(api, fmt::format("the request body is over {} MiB",
+                                                    kMaxBodyBytes >> 20)).dump(),
+                        "application/json");
+        return;
+      }
       auto job = std::make_shared<Job>();
       job->api = api;
       try {
-        job->body = json::parse(req.body);
+        job->body = json::parse(*text);
         std::lock_guard lock(mutex);
         job->seed = next_seed++;
       } catch (const json::exception&) {

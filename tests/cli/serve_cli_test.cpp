@@ -204,6 +204,32 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
   EXPECT_EQ(all["tokens"][0].size(), 128u);
 }
 
+TEST(ServeCli, BodiesOverTheLimitGetA413ChunkedOrNotAndTheServerKeepsServing) {
+  Server server;
+  auto c = server.client();
+  // 65 chunks of 1 MiB with no Content-Length: httplib's own limit never sees them.
+  const std::string mib(size_t{1} << 20, ' ');
+  const auto chunked = c.Put(
+      "/api",
+      [&](size_t offset, httplib::DataSink& sink) {
+        if (offset >= 65 * mib.size()) {
+          sink.done();
+        } else {
+          sink.write(mib.data(), mib.size());
+        }
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(chunked) << "no answer to a chunked body: " << httplib::to_string(chunked.error());
+  EXPECT_EQ(chunked->status, 413) << chunked->body;
+  EXPECT_NE(chunked->body.find("over 64 MiB"), std::string::npos) << chunked->body;
+  const auto stated = c.Put("/api", std::string(65 * mib.size(), ' '), "application/json");
+  ASSERT_TRUE(stated);
+  EXPECT_EQ(stated->status, 413);
+  const json ok = send(c, "PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 2})", 200);
+  EXPECT_EQ(ok["text"].size(), 1u);
+}
+
 TEST(ServeCli, ConcurrentRequestsAreQueuedAndEachGetsItsOwnAnswer) {
   Server server;
   std::vector<json> answers(4);
