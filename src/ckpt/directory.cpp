@@ -16,7 +16,8 @@ namespace {
 
 // The iteration of a directory named iter_NNNNNNN, or -1.
 int64_t iteration_of(const std::string& name) {
-  if (name.rfind("iter_", 0) != 0 || name.size() <= 5) return -1;
+  // More than 18 digits would overflow int64 (stoll throws): no iteration of ours.
+  if (name.rfind("iter_", 0) != 0 || name.size() <= 5 || name.size() > 5 + 18) return -1;
   const std::string digits = name.substr(5);
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
   return std::stoll(digits);
@@ -65,6 +66,14 @@ fs::path publish(const fs::path& save, int64_t iteration) {
   if (ec) throw RuntimeFailure("cannot replace " + (save / "latest").string() + ": " + ec.message());
   sync_path(save);
   return final_dir;
+}
+
+std::optional<int64_t> latest_iteration(const fs::path& save) {
+  std::error_code ec;
+  if (!fs::is_regular_file(save / "latest", ec)) return std::nullopt;
+  const int64_t iteration = iteration_of(read_latest(save));
+  if (iteration < 0) return std::nullopt;
+  return iteration;
 }
 
 void prune(const fs::path& save, int64_t keep) {

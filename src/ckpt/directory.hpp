@@ -18,6 +18,10 @@ std::filesystem::path staging_dir(const std::filesystem::path& save, int64_t ite
 // save/latest name it (written to a temporary file, synced, renamed over the old one).
 std::filesystem::path publish(const std::filesystem::path& save, int64_t iteration);
 
+// The iteration save/latest names (iter_NNNNNNN), or nullopt when there is no `latest` or it
+// names no iteration directory.
+std::optional<int64_t> latest_iteration(const std::filesystem::path& save);
+
 // Removes staging directories that an interrupted save left behind and, when keep > 0, all but
 // the newest `keep` complete checkpoints (never the one latest names).
 void prune(const std::filesystem::path& save, int64_t keep);

@@ -186,6 +186,12 @@ std::vector<std::byte> HuggingFaceSource::hf_rows_major(size_t index) const {
   const Located& l = located_[index];
   std::vector<std::byte> raw(size_t(l.entry->end - l.entry->begin));
   l.file->read(*l.entry, 0, raw);
+  // A weight that is NaN or infinite is damage: every output it touches would be NaN.
+  if (const int64_t bad = first_non_finite(raw, *l.entry->dtype); bad >= 0) {
+    throw UserError(fmt::format("{}: tensor {} holds a non-finite value (NaN or infinity) at "
+                                "element {}: the model is damaged; import an intact copy",
+                                l.file->path().string(), printable(l.entry->name), bad));
+  }
   std::vector<std::byte> bytes = convert_elements(raw, *l.entry->dtype, dtype_);
   // Stored [cols, rows] (Conv1D): transpose to megatron's [rows, cols].
   if (t.transposed) return transpose_elements(bytes, t.cols(), t.rows(), tensor::size_of(dtype_));

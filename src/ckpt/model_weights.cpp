@@ -16,8 +16,20 @@ ShardLayout shard_layout(const model::Parameter& p, int64_t tp_rank, int64_t tp_
           .tp_rank = tp_rank, .tp_size = tp_size};
 }
 
-const TensorInfo* ShardReader::model_tensor(const model::Parameter& p) const {
-  const TensorInfo* t = checkpoint_.find(kModel, p.name);
+namespace {
+
+UserError lacks_weight(const CheckpointReader& checkpoint, const std::string& name) {
+  return UserError(fmt::format("{}: the checkpoint has no weight {}: it holds another model "
+                               "(megatron ckpt inspect {} shows which)",
+                               checkpoint.dir().string(), printable(name),
+                               checkpoint.dir().string()));
+}
+
+}  // namespace
+
+const TensorInfo* matching_model_tensor(const CheckpointReader& checkpoint,
+                                        const model::Parameter& p, int64_t vocab) {
+  const TensorInfo* t = checkpoint.find(kModel, p.name);
   if (!t) return nullptr;
   const std::vector<int64_t> global(p.global_shape.begin(), p.global_shape.end());
   const bool same = t->shape.size() == global.size() &&
@@ -25,16 +37,23 @@ const TensorInfo* ShardReader::model_tensor(const model::Parameter& p) const {
                     (p.padded_vocab || t->shape[0] == global[0]);
   if (!same) {
     throw UserError(fmt::format("{}: weight {} is [{}] in the checkpoint but [{}] in the model",
-                                checkpoint_.dir().string(), printable(p.name),
+                                checkpoint.dir().string(), printable(p.name),
                                 fmt::join(t->shape, ", "), fmt::join(global, ", ")));
   }
-  if (p.padded_vocab && t->shape[0] < vocab_) {
+  if (p.padded_vocab && t->shape[0] < vocab) {
     throw UserError(fmt::format("{}: weight {} holds {} vocabulary rows in the checkpoint but the "
                                 "model's vocabulary has {} tokens: it was trained with another "
                                 "tokenizer; use its vocabulary (model.vocab_size)",
-                                checkpoint_.dir().string(), printable(p.name), t->shape[0], vocab_));
+                                checkpoint.dir().string(), printable(p.name), t->shape[0], vocab));
   }
   return t;
+}
+
+void check_model_shapes(const CheckpointReader& checkpoint,
+                        const std::vector<model::Parameter>& params, int64_t vocab) {
+  for (const model::Parameter& p : params) {
+    if (!matching_model_tensor(checkpoint, p, vocab)) throw lacks_weight(checkpoint, p.name);
+  }
 }
 
 void ShardReader::read(const TensorInfo& t, const std::vector<Box>& boxes, tensor::Tensor& into,
@@ -62,12 +81,7 @@ std::vector<std::string> load_model_weights(const CheckpointReader& checkpoint,
       lacking.push_back(p->name);
       continue;
     }
-    if (!t) {
-      throw UserError(fmt::format("{}: the checkpoint has no weight {}: it holds another model "
-                                  "(megatron ckpt inspect {} shows which)",
-                                  checkpoint.dir().string(), printable(p->name),
-                                  checkpoint.dir().string()));
-    }
+    if (!t) throw lacks_weight(checkpoint, p->name);
     reader.read(*t, shard_boxes(shard_layout(*p, tp.rank, tp.size)), p->value);
   }
   return lacking;

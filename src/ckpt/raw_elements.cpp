@@ -50,6 +50,31 @@ void transpose_as(const std::byte* in, std::byte* out, int64_t rows, int64_t col
 
 }  // namespace
 
+namespace {
+
+// An element is NaN or infinite when its exponent bits are all ones, in every float format.
+template <class Bits>
+int64_t first_all_ones(std::span<const std::byte> bytes, Bits exponent) {
+  const size_t n = bytes.size() / sizeof(Bits);
+  for (size_t i = 0; i < n; ++i) {
+    Bits v;
+    std::memcpy(&v, bytes.data() + i * sizeof(Bits), sizeof(Bits));
+    if ((v & exponent) == exponent) return int64_t(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+int64_t first_non_finite(std::span<const std::byte> bytes, DType dtype) {
+  switch (dtype) {
+    case DType::F32: return first_all_ones<uint32_t>(bytes, 0x7F800000u);
+    case DType::Bf16: return first_all_ones<uint16_t>(bytes, uint16_t{0x7F80});
+    case DType::F16: return first_all_ones<uint16_t>(bytes, uint16_t{0x7C00});
+    default: throw RuntimeFailure("first_non_finite: not a float dtype");
+  }
+}
+
 void scale_elements(std::span<std::byte> bytes, DType dtype, double factor) {
   if (factor == 1.0) return;
   std::vector<float> f = to_f32(bytes, dtype);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "ckpt/directory.hpp"
 #include "cli/commands.hpp"
@@ -14,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/parallelism.hpp"
+#include "core/printable.hpp"
 #include "dist/launcher.hpp"
 #include "launch/local_job.hpp"
 #include "launch/run_dir.hpp"
@@ -117,6 +119,11 @@ void run(RunArgs args) {
     const recipe::CompiledRecipe as_given = recipe::compile(
         args.file, recipe::CompileOptions{.overrides = args.overrides, .world_from_layout = true});
     for (std::string& o : recipe::smoke_overrides(as_given.recipe)) args.overrides.push_back(std::move(o));
+    if (const auto& pretrained = as_given.recipe.finetune.pretrained) {
+      spdlog::warn("--smoke: finetune.pretrained ({}) is not loaded: its weights do not fit the "
+                   "shrunk model, so fine-tuning starts from random weights",
+                   printable(*pretrained));
+    }
   }
   // --device is cluster.device, so mpirun's ranks and the saved recipe see it as an override.
   if (!args.device.empty()) args.overrides.push_back("cluster.device=" + args.device);

@@ -6,12 +6,33 @@ namespace megatron::model {
 
 using tensor::Tensor;
 
+namespace {
+
+ParameterSet parameter_set(tensor::Backend* backend, tensor::DType dtype,
+                           const parallel::TensorParallel& tp) {
+  if (backend) return ParameterSet(*backend, dtype, tp);
+  return ParameterSet(ParameterSet::ShapesOnly{}, dtype, tp);
+}
+
+}  // namespace
+
 LanguageModel::LanguageModel(tensor::Backend& backend, const ModelConfig& config,
+                             ModelPlacement placement)
+    : LanguageModel(&backend, config, std::move(placement)) {}
+
+std::vector<Parameter> LanguageModel::describe(const ModelConfig& config) {
+  const LanguageModel shapes(nullptr, config, {});
+  std::vector<Parameter> out;
+  for (const auto& p : shapes.parameters().all()) out.push_back(*p);
+  return out;
+}
+
+LanguageModel::LanguageModel(tensor::Backend* backend, const ModelConfig& config,
                              ModelPlacement placement)
     : config_(config),
       placement_(std::move(placement)),
       tp_(placement_.tp),
-      params_(backend, config.dtype, placement_.tp) {
+      params_(parameter_set(backend, config.dtype, placement_.tp)) {
   if (placement_.chunks.empty()) {
     placement_.chunks.emplace_back();
     for (int64_t layer = 0; layer < config_.total_layers(); ++layer) placement_.chunks[0].push_back(layer);

@@ -51,6 +51,10 @@ struct ModelPlacement {
 class LanguageModel {
  public:
   LanguageModel(tensor::Backend& backend, const ModelConfig& config, ModelPlacement placement = {});
+  // Every parameter of the whole model of `config` (names, whole shapes, splits, padded_vocab)
+  // in creation order, with no tensor allocated (value and grad empty): what a checkpoint's
+  // shapes are checked against before a model of any size is built.
+  static std::vector<Parameter> describe(const ModelConfig& config);
   // Its layers refer to config_: neither copied nor moved.
   LanguageModel(const LanguageModel&) = delete;
   LanguageModel& operator=(const LanguageModel&) = delete;
@@ -97,6 +101,8 @@ class LanguageModel {
                             const std::vector<int32_t>& logit_rows, int64_t vocab) const;
 
  private:
+  // backend null: a ShapesOnly parameter set (describe).
+  LanguageModel(tensor::Backend* backend, const ModelConfig& config, ModelPlacement placement);
   // `position`: the block's place among this rank's blocks (the recompute count is per stage).
   Keep keep_for(int64_t position) const;
   // T5's chunks: encoder blocks, the encoder's final norm, decoder blocks over its output, heads;

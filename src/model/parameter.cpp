@@ -1,6 +1,7 @@
 #include "model/parameter.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "model/rng_streams.hpp"
 
@@ -46,8 +47,10 @@ Parameter& ParameterSet::add(std::string name, const tensor::Shape& shape, Init 
   auto p = std::make_unique<Parameter>();
   const tensor::Shape local = local_shape(shape, split, tp_);
   p->name = std::move(name);
-  p->value = backend_.empty(local, dtype_);
-  p->grad = backend_.zeros(local, tensor::DType::F32);
+  if (backend_) {
+    p->value = backend_->empty(local, dtype_);
+    p->grad = backend_->zeros(local, tensor::DType::F32);
+  }
   p->init = init;
   p->split = split;
   p->weight_decay = weight_decay;
@@ -57,6 +60,11 @@ Parameter& ParameterSet::add(std::string name, const tensor::Shape& shape, Init 
   return *params_.back();
 }
 
+tensor::Backend& ParameterSet::backend() const {
+  if (!backend_) throw std::logic_error("ParameterSet: a ShapesOnly set holds no tensors");
+  return *backend_;
+}
+
 int64_t ParameterSet::count() const {
   int64_t n = 0;
   for (const auto& p : params_) n += p->value.numel();
@@ -64,29 +72,30 @@ int64_t ParameterSet::count() const {
 }
 
 void ParameterSet::zero_grads() {
-  for (auto& p : params_) backend_.fill(p->grad, 0.0);
+  for (auto& p : params_) backend().fill(p->grad, 0.0);
 }
 
 void ParameterSet::initialise(uint64_t seed, double std, int64_t num_layers) {
+  tensor::Backend& b = backend();
   for (auto& p : params_) {
     const int64_t layers = p->scaled_layers > 0 ? p->scaled_layers : num_layers;
     const double scaled = std / std::sqrt(2.0 * double(layers));
     switch (p->init) {
-      case Init::Zeros: backend_.fill(p->value, 0.0); break;
-      case Init::Ones: backend_.fill(p->value, 1.0); break;
+      case Init::Zeros: b.fill(p->value, 0.0); break;
+      case Init::Ones: b.fill(p->value, 1.0); break;
       case Init::Normal:
       case Init::ScaledNormal: {
         // Drawn in f32 and rounded once, so every dtype starts from the same weights; a shard
         // draws its part of the whole weight's numbers, the same in every layout.
-        tensor::Tensor f32 = backend_.empty(p->value.shape(), tensor::DType::F32);
+        tensor::Tensor f32 = b.empty(p->value.shape(), tensor::DType::F32);
         const float deviation = float(p->init == Init::Normal ? std : scaled);
         const tensor::RngKey key{.seed = seed, .stream = init_stream(p->name)};
         if (p->split != TpSplit::None && tp_.active()) {
-          draw_shard(backend_, f32, *p, tp_, deviation, key);
+          draw_shard(b, f32, *p, tp_, deviation, key);
         } else {
-          backend_.normal(f32, 0.0f, deviation, key);
+          b.normal(f32, 0.0f, deviation, key);
         }
-        backend_.copy(f32, p->value);
+        b.copy(f32, p->value);
         break;
       }
     }

@@ -51,7 +51,14 @@ inline bool counts_once(const Parameter& p, int64_t tp_rank) {
 class ParameterSet {
  public:
   ParameterSet(tensor::Backend& backend, tensor::DType dtype, parallel::TensorParallel tp = {})
-      : backend_(backend), dtype_(dtype), tp_(tp) {}
+      : backend_(&backend), dtype_(dtype), tp_(tp) {}
+  // A set that records each parameter's name, whole shape and split but allocates no tensor
+  // (value and grad stay empty): a model described before it is built, so that its shapes can
+  // be checked against a checkpoint's without allocating a model of any size. Only add() and
+  // all() may be used.
+  struct ShapesOnly {};
+  ParameterSet(ShapesOnly, tensor::DType dtype, parallel::TensorParallel tp = {})
+      : dtype_(dtype), tp_(tp) {}
   // `shape` is the whole weight's; this rank allocates its tensor-parallel shard of it.
   Parameter& add(std::string name, const tensor::Shape& shape, Init init, TpSplit split,
                  bool weight_decay, int64_t parts = 1);
@@ -65,7 +72,8 @@ class ParameterSet {
   const parallel::TensorParallel& tp() const { return tp_; }
 
  private:
-  tensor::Backend& backend_;
+  tensor::Backend& backend() const;  // std::logic_error for a ShapesOnly set
+  tensor::Backend* backend_ = nullptr;  // null: ShapesOnly
   tensor::DType dtype_;
   parallel::TensorParallel tp_;
   std::vector<std::unique_ptr<Parameter>> params_;

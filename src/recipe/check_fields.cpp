@@ -81,6 +81,9 @@ std::string Locator::name(const std::string& path, const std::string& value) con
   return path + " (" + value + ", the default)";
 }
 
+// MockBertSource::kFirstWord: the ids mock BERT data keeps for its special tokens.
+constexpr int64_t kMockBertSpecialTokens = 4;
+
 void check_fields(const Recipe& r, const Locator& where) {
   if (!r.model.flash_attention) {
     // The planner can count the s x s scores (Megatron's paper formulas do), but the engine has
@@ -209,6 +212,14 @@ void check_fields(const Recipe& r, const Locator& where) {
                         "the logarithmic buckets start there",
                         *m.relative_attention_max_distance,
                         m.relative_attention_num_buckets.value_or(32) / 2));
+  // Mock BERT data (train/mock_data.hpp) keeps ids 0..3 for [PAD], [CLS], [SEP] and [MASK] and
+  // draws its words from the ids past them: it needs two at least.
+  if (r.data.mock && m.arch == Arch::Bert && m.vocab_size < kMockBertSpecialTokens + 2)
+    fail_at(where.at("model.vocab_size"),
+            fmt::format("model.vocab_size ({}) leaves fewer than 2 word ids beside the {} special "
+                        "tokens of mock BERT data ([PAD], [CLS], [SEP], [MASK]); raise it to at "
+                        "least {}",
+                        m.vocab_size, kMockBertSpecialTokens, kMockBertSpecialTokens + 2));
   if (r.data.decoder_seq_length && m.arch != Arch::T5)
     fail_at(where.at("data.decoder_seq_length"), "data.decoder_seq_length is only used by arch: t5");
   if (!m.kv_channels && m.hidden_size % m.num_attention_heads != 0)

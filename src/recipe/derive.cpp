@@ -135,13 +135,18 @@ class Deriver {
         fail_at(where_.at("data.vocab_extra_ids"),
                 "T5 replaces each masked span by a sentinel token: set data.vocab_extra_ids to at "
                 "least 1 (Megatron's T5 example uses 100)");
-    } else {
-      d_.vocab_extra_ids = r_.data.vocab_extra_ids.value_or(0);
+      // The decoder looks its positions up in the same learned table as the encoder; relative
+      // attention buckets have no table to run past.
       if (d_.decoder_seq_length > d_.max_position_embeddings &&
           m.position_embedding == PositionEmbedding::Learned)
         fail_at(where_.at("data.decoder_seq_length"),
-                fmt::format("data.decoder_seq_length ({}) exceeds the {} learned positions",
-                            d_.decoder_seq_length, d_.max_position_embeddings));
+                fmt::format("data.decoder_seq_length ({}) exceeds model.max_position_embeddings "
+                            "({}): learned positions only cover {} tokens; raise "
+                            "max_position_embeddings or shorten decoder_seq_length",
+                            d_.decoder_seq_length, d_.max_position_embeddings,
+                            d_.max_position_embeddings));
+    } else {
+      d_.vocab_extra_ids = r_.data.vocab_extra_ids.value_or(0);
     }
     const auto& p = r_.parallel;
     if (p.sequence_parallel && p.tensor == 1)

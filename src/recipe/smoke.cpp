@@ -32,6 +32,9 @@ std::vector<std::string> smoke_overrides(const Recipe& r) {
   if (r.model.decoder_num_layers) out.push_back("model.decoder_num_layers=2");
   if (r.data.decoder_seq_length) out.push_back("data.decoder_seq_length=32");
   if (r.training.recompute_num_layers) out.push_back("training.recompute_num_layers=1");
+  // The pretrained weights are the recipe's model's, not the shrunk one's: the smoke run
+  // fine-tunes from random weights instead (run --smoke says so).
+  if (r.finetune.pretrained) out.push_back("finetune.pretrained=null");
   if (!r.finetune.train_data) {
     out.push_back("data.prefixes=[]");
     out.push_back("data.weights=[]");

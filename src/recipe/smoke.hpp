@@ -13,7 +13,8 @@ namespace megatron::recipe {
 // Overrides, applied after the user's, that turn `recipe` into its smoke run: 2 layers (2 + 2
 // for T5) of width 64 with 4 heads, sequences of 64 tokens, one rank on the CPU, 3 iterations
 // of 2 micro-batches of 2, validation at iteration 2, mock data (unless it fine-tunes on its
-// own files), and no checkpoint read or written.
+// own files), and no checkpoint read or written: not even finetune.pretrained, whose weights
+// would not fit the shrunk model (fine-tuning starts from random weights).
 std::vector<std::string> smoke_overrides(const Recipe& recipe);
 
 }  // namespace megatron::recipe

@@ -7,6 +7,8 @@
 #include "ckpt/directory.hpp"
 #include "ckpt/model_weights.hpp"
 #include "core/error.hpp"
+#include "model/language_model.hpp"
+#include "plan/model_config.hpp"
 
 namespace megatron::train {
 namespace {
@@ -36,6 +38,11 @@ CheckpointModel::CheckpointModel(const std::string& checkpoint, const Checkpoint
                                 dir_.string(), tokenizer_->vocab_size(),
                                 compiled_.recipe.model.vocab_size));
   }
+  // The user's overrides may make the model any size: its shapes are checked against the
+  // checkpoint's before a tensor is allocated, so a model too large for memory is refused as
+  // any other mismatch is.
+  const model::ModelConfig config = plan::model_config(compiled_.recipe, compiled_.derived);
+  ckpt::check_model_shapes(*reader_, model::LanguageModel::describe(config), config.vocab);
 }
 
 ModelContext& CheckpointModel::load(int threads) {

@@ -20,8 +20,9 @@ class CheckpointModel {
  public:
   // `checkpoint`: a save directory (its latest) or an iter_NNNNNNN directory. UserError when
   // there is none, when the job cannot run its recipe on this layout and device
-  // (plan::check_engine_support for `kind`), or when the tokenizer has more tokens than the
-  // model's vocabulary. Nothing is started yet: the job adds its own checks first.
+  // (plan::check_engine_support for `kind`), when the tokenizer has more tokens than the
+  // model's vocabulary, or when the checkpoint lacks a weight of the model or holds it in another
+  // shape (the overrides may resize it: checked before anything is allocated). Nothing is started yet: the job adds its own checks first.
   CheckpointModel(const std::string& checkpoint, const CheckpointJob& job,
                   const TokenizerChoice& tokenizer, plan::Job kind);
   CheckpointModel(const CheckpointModel&) = delete;

@@ -102,6 +102,33 @@ void export_hf(const ConvertJob& a, std::optional<tensor::DType> dtype) {
                            elapsed_s(start));
 }
 
+// The tokenizer files beside a Hugging Face model, which the import's recipe names: loaded as
+// every job would load them, so that a damaged file (not JSON, not an object of token ids, ids
+// not 0..n-1) or one with more tokens than the model's vocabulary is refused now, by name.
+void check_hf_tokenizer(const fs::path& dir, int64_t vocab) {
+  const std::optional<ckpt::HfTokenizerFiles> files = ckpt::find_hf_tokenizer(dir);
+  if (!files) return;
+  const std::string& named = files->vocab_file.empty() ? files->tokenizer_model : files->vocab_file;
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  try {
+    tokenizer = load_tokenizer({.type = std::string(recipe::name_of(files->kind)),
+                                .files = {.vocab_file = files->vocab_file,
+                                          .merge_file = files->merge_file,
+                                          .tokenizer_model = files->tokenizer_model}});
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{} (the tokenizer of the model being imported: repair it, or "
+                                "remove its files to import the weights alone)",
+                                e.what()));
+  }
+  if (tokenizer->vocab_size() > vocab) {
+    throw UserError(fmt::format("{}: the tokenizer has {} tokens (ids 0..{}) but the model's "
+                                "vocabulary (config.json vocab_size) {}: ids past it have no "
+                                "embedding row; it is another model's tokenizer",
+                                named, tokenizer->vocab_size(), tokenizer->vocab_size() - 1,
+                                vocab));
+  }
+}
+
 // The layout's refusals, before anything is written: a pipeline the model's positions cannot be
 // split over, heads or query groups that the tensor split does not divide.
 void check_target(const ckpt::CheckpointMeta& meta, const ckpt::RewriteTarget& target,
@@ -146,6 +173,7 @@ void convert(const ConvertJob& a) {
   fs::path dir;
   if (a.from == "hf") {
     auto hf = std::make_unique<ckpt::HuggingFaceSource>(a.load, std::max<int64_t>(a.tp, 1));
+    check_hf_tokenizer(a.load, hf->config().vocab);
     meta = hf->meta();
     source = std::move(hf);
     dir = a.load;
@@ -168,6 +196,8 @@ void convert(const ConvertJob& a) {
   if (fs::weakly_canonical(dir, ec) == fs::weakly_canonical(out, ec)) {
     throw UserError("--save " + a.save + " would overwrite the checkpoint being read");
   }
+  // `latest` will name the converted checkpoint: a run resuming from --save would go back to it.
+  const std::optional<int64_t> newer = ckpt::latest_iteration(a.save);
   const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
 
   const auto start = std::chrono::steady_clock::now();
@@ -184,6 +214,12 @@ void convert(const ConvertJob& a) {
   } catch (...) {
     remove_created(created);  // rewrite_checkpoint removed its staging directory
     throw;
+  }
+  if (newer && *newer > meta.state.iteration) {
+    spdlog::warn("{}: latest named {} and now names {}, an older iteration: a run resuming from "
+                 "it goes back to iteration {}",
+                 a.save, ckpt::iteration_dir_name(*newer),
+                 ckpt::iteration_dir_name(meta.state.iteration), meta.state.iteration);
   }
   if (a.from == "hf") {
     // A recipe for the imported model, to train or fine-tune it from the checkpoint.

@@ -18,7 +18,10 @@ struct ConvertJob {
 
 // Writes the converted checkpoint and prints what it wrote on standard output. Refuses (UserError)
 // before writing anything when the target layout cannot hold the model or would overwrite a
-// checkpoint; on a failure part-way, removes the directories it created.
+// checkpoint, or (--from hf) when the model's tokenizer files do not load or have more tokens
+// than its vocabulary; on a failure part-way (a Hugging Face weight that is NaN or infinite),
+// removes the directories it created. Warns when --save's `latest` named a newer iteration than
+// the one written, which it names now.
 void convert(const ConvertJob& job);
 
 }  // namespace megatron::train

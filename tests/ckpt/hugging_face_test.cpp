@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -403,6 +404,38 @@ TEST(HuggingFaceExport, ARecipeVocabularyLargerThanTheEmbeddingIsRefusedAndNothi
       [&] { export_hugging_face(CheckpointReader(ckpt), damaged, dir.path() / "hf", {}); },
       {"the word embedding has 128 rows, fewer than the recipe's model.vocab_size 129"});
   EXPECT_FALSE(fs::exists(dir.path() / "hf" / "model.safetensors"));
+}
+
+// A NaN or infinite weight in a downloaded model is damage: the import names the tensor and
+// writes no checkpoint, rather than one whose every output is NaN.
+TEST(HuggingFaceImport, ANonFiniteWeightIsRefusedNamingItsTensor) {
+  test_support::TempDir dir;
+  const model::ModelConfig c = test_support::hf_tiny_gpt2();
+  const MemorySource src(c, DType::F32);
+  checkpoint_and_export(src, c, DType::F32, dir.path());
+  const fs::path file = dir.path() / "hf" / "model.safetensors";
+  std::string name;
+  int64_t at = 0;
+  {
+    const SafetensorsFile f(file);
+    const SafetensorsEntry& e = f.entries().back();
+    name = e.name;
+    uint64_t header = 0;
+    std::ifstream in(file, std::ios::binary);
+    in.read(reinterpret_cast<char*>(&header), 8);
+    at = 8 + int64_t(header) + e.begin + 2 * 4;  // its third element
+  }
+  {
+    std::fstream out(file, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(at);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    out.write(reinterpret_cast<const char*>(&nan), 4);
+  }
+  const HuggingFaceSource hf(dir.path() / "hf");
+  expect_user_error([&] { rewrite_checkpoint(hf, hf.meta(), {}, dir.path() / "imported"); },
+                    {file.string() + ": tensor " + name + " holds a non-finite value (NaN or "
+                     "infinity) at element 2"});
+  EXPECT_FALSE(fs::exists(dir.path() / "imported" / "latest"));
 }
 
 TEST(HuggingFaceExport, ModelsNoArchitectureMatchesAreUserErrorsNamingTheField) {

@@ -146,5 +146,53 @@ TEST_F(ModelWeights, AWeightTheCheckpointLacksIsRefusedUnlessItMayBeLacking) {
               ElementsAre("output_layer.weight"));
 }
 
+// A model overridden to a width no memory holds (10^6 x 10^6 weights) is refused from its
+// description, as a small mismatch is, before any tensor of it exists.
+TEST_F(ModelWeights, AHugeModelIsRefusedFromItsShapesBeforeAnythingIsAllocated) {
+  const MemorySource source(gpt(128), tensor::DType::F32);
+  const CheckpointReader checkpoint = save(source, gpt(128));
+  model::ModelConfig huge = gpt(128);
+  huge.hidden = 1'000'000;
+  huge.ffn = 4'000'000;
+  try {
+    check_model_shapes(checkpoint, model::LanguageModel::describe(huge), huge.vocab);
+    FAIL() << "a model of hidden size 10^6 matched a checkpoint of 16";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("weight embedding.word_embeddings.weight is [128, 16] in the "
+                                    "checkpoint but [128, 1000000] in the model"));
+  }
+}
+
+TEST_F(ModelWeights, TheShapeCheckNamesWhatLoadingWouldRefuse) {
+  const MemorySource source(gpt(128), tensor::DType::F32);
+  const CheckpointReader checkpoint = save(source, gpt(128));
+  model::ModelConfig more_tokens = gpt(128);
+  more_tokens.vocab = 1'000'000;
+  more_tokens.padded_vocab = 1'000'064;
+  model::ModelConfig untied = gpt(128);
+  untied.tie_embeddings = false;
+  EXPECT_NO_THROW(check_model_shapes(checkpoint, model::LanguageModel::describe(gpt(128)), 50));
+  EXPECT_THROW(check_model_shapes(checkpoint, model::LanguageModel::describe(more_tokens),
+                                  more_tokens.vocab),
+               UserError);
+  EXPECT_THROW(check_model_shapes(checkpoint, model::LanguageModel::describe(untied), 50), UserError);
+}
+
+TEST(DescribedModel, ListsTheBuiltModelsParametersWithoutTheirTensors) {
+  tensor::CpuBackend backend(1);
+  const model::ModelConfig c = test_support::hf_tiny_llama();
+  const model::LanguageModel built(backend, c);
+  const std::vector<model::Parameter> described = model::LanguageModel::describe(c);
+  ASSERT_EQ(described.size(), built.parameters().all().size());
+  for (size_t i = 0; i < described.size(); ++i) {
+    const model::Parameter& p = *built.parameters().all()[i];
+    EXPECT_EQ(described[i].name, p.name);
+    EXPECT_EQ(described[i].global_shape, p.global_shape) << p.name;
+    EXPECT_EQ(described[i].split, p.split) << p.name;
+    EXPECT_EQ(described[i].padded_vocab, p.padded_vocab) << p.name;
+    EXPECT_FALSE(described[i].value.defined()) << p.name;
+  }
+}
+
 }  // namespace
 }  // namespace megatron::ckpt

@@ -1,6 +1,7 @@
 // `megatron eval` from the command line: each task runs on a trained checkpoint and writes
 // lm-evaluation-harness's JSON keys; bad task files and a mismatched tokenizer are one line and
 // exit 2, with nothing written.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@ namespace megatron::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
 
 const fs::path& checkpoint() { return gpt2_checkpoint(); }
 
@@ -106,6 +108,21 @@ TEST(EvalCli, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
       "eval " + checkpoint().string() + " model.vocab_size=1000 --task perplexity --data " + docs + kGpt2);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the tokenizer has 50257 tokens but the model 1000"), std::string::npos) << r.err;
+}
+
+// An override no memory could hold is a shape mismatch like any other, found before anything of
+// that size is allocated (it was std::bad_alloc).
+TEST(EvalCli, AHugeShapeOverrideIsRefusedAsAShapeMismatch) {
+  test_support::TempDir dir;
+  const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();
+  for (const char* o : {"model.hidden_size=1000000 model.num_attention_heads=1000",
+                        "model.vocab_size=100000000", "model.max_position_embeddings=100000000 "
+                        "data.seq_length=100000000"}) {
+    const CommandResult r = run_megatron("eval " + checkpoint().string() + " " + o +
+                                         " --task perplexity --data " + docs + kGpt2);
+    EXPECT_EQ(r.exit_code, 2) << o << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("in the checkpoint but")) << o;
+  }
 }
 
 // The metrics of a results file, by name.

@@ -63,6 +63,23 @@ TEST(Smoke, KeepsWhatMakesTheRecipeAndShrinksTheRest) {
     EXPECT_THAT(text.str(), HasSubstr(shrunk));
 }
 
+// The example fine-tunes the tiny BERT pre-trained by its first step, which a smoke run has not
+// made (and whose weights would not fit the shrunk model anyway).
+TEST(Smoke, FineTuningRecipeRunsWithoutItsPretrainedWeights) {
+  test_support::TempDir dir;
+  const auto r = run_megatron("run examples/sentiment/finetune.yaml --smoke --threads 1 --run-dir " +
+                              dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("runs/pretrain) is not loaded"));
+}
+
+TEST(Smoke, ABertVocabularyWithoutRoomForMockWordsIsRefusedAtTheKey) {
+  const auto r = run_megatron("run recipes/bert-tiny.yaml --smoke model.vocab_size=5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("model.vocab_size (5) leaves fewer than 2 word ids beside the 4 "
+                               "special tokens of mock BERT data"));
+}
+
 TEST(Smoke, IsOneProcess) {
   const auto r = run_megatron("run recipes/gpt-tiny.yaml --smoke --nproc 2");
   EXPECT_EQ(r.exit_code, 2);

@@ -30,6 +30,31 @@ TEST_F(RecipeTest, SequenceLongerThanLearnedPositionsIsRejected) {
             "");
 }
 
+// The decoder reads the same learned table: past its end it would train on zeros.
+TEST_F(RecipeTest, T5DecoderLongerThanLearnedPositionsIsRejectedAtItsKey) {
+  std::string text = kMinimalRecipe;
+  text.replace(text.find("  seq_length: 64\n"), 17, "  seq_length: 64\n  decoder_seq_length: 96\n");
+  EXPECT_EQ(error_of(text, {"model.arch=t5", "model.max_position_embeddings=64"}),
+            file() + ":8:23: data.decoder_seq_length (96) exceeds model.max_position_embeddings "
+                     "(64): learned positions only cover 64 tokens; raise max_position_embeddings "
+                     "or shorten decoder_seq_length");
+}
+
+TEST_F(RecipeTest, T5DecoderLengthIsUnboundedWithRelativePositions) {
+  EXPECT_EQ(error_of(kMinimalRecipe, {"model.arch=t5", "model.position_embedding=relative",
+                                      "data.decoder_seq_length=96"}),
+            "");
+}
+
+// Mock BERT data draws its words past [PAD], [CLS], [SEP] and [MASK] (ids 0..3).
+TEST_F(RecipeTest, MockBertDataNeedsTwoWordIdsBesideItsSpecialTokens) {
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=bert", "data.mock=true", "model.vocab_size=5"}),
+              HasSubstr("model.vocab_size (5) leaves fewer than 2 word ids beside the 4 special "
+                        "tokens of mock BERT data ([PAD], [CLS], [SEP], [MASK]); raise it to at "
+                        "least 6"));
+  EXPECT_EQ(error_of(kMinimalRecipe, {"model.arch=bert", "data.mock=true", "model.vocab_size=6"}), "");
+}
+
 TEST_F(RecipeTest, QueryGroupsMustDivideByTensorParallelSize) {
   EXPECT_THAT(error_of(kMinimalRecipe, {"model.num_query_groups=1", "parallel.tensor=2",
                                         "cluster.gpus_per_node=2"}),
