@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -51,9 +53,13 @@ CLI::Validator rank_number() {
 CLI::Validator whole_number_from_zero() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        const auto value = parse_whole(text);
-        if (value && *value >= 0) return "";
-        return fmt::format("{} is not a whole number from 0", printable(text, 40));
+        // Every uint64 is a seed: the whole range, no sign.
+        unsigned long long value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec == std::errc() && ptr == end) return "";
+        return fmt::format("{} is not a whole number from 0 to {}", printable(text, 40),
+                           std::numeric_limits<uint64_t>::max());
       },
       "N");
 }

@@ -15,7 +15,8 @@ CLI::Validator whole_number(long long max);
 CLI::Validator like_key(const std::string& path);
 // A rank: a whole number from 0 (the layout says how many there are).
 CLI::Validator rank_number();
-// A whole number from 0 (a seed): "--seed: -1 is not a whole number from 0".
+// A seed: a whole number from 0 to 2^64 - 1 ("--seed: -1 is not a whole number from 0 to
+// 18446744073709551615").
 CLI::Validator whole_number_from_zero();
 // A positive number (minutes, seconds): finite and above 0.
 CLI::Validator positive_number();

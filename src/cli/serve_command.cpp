@@ -19,6 +19,11 @@ struct ServeArgs {
 };
 
 void run_serve(ServeArgs a) {
+  // An empty address binds every interface: that must be asked for by name.
+  if (a.options.host.empty()) {
+    throw UserError("--host is empty: give the address to listen on (0.0.0.0 to listen on every "
+                    "interface, 127.0.0.1 for this machine only)");
+  }
   GenerationModel model(a.model, [&] {
     // Where clients wait for the port: it must be writable before anything starts.
     if (!a.options.port_file.empty() && !std::ofstream(a.options.port_file)) {

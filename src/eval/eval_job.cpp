@@ -4,13 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <map>
 
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
+#include "core/output_file.hpp"
 #include "core/progress_line.hpp"
 #include "data/wordpiece_extras.hpp"
 #include "dist/launcher.hpp"
@@ -82,19 +82,29 @@ void name_apart(std::vector<TaskResult>& results) {
   }
 }
 
-// `text` into `path` whole or not at all (through a temporary beside it); on failure the
-// directories this run created are removed too.
+// `text` into the user's `path` (core/output_file.hpp); on failure the directories this run
+// created are removed too.
 void write_whole(const std::string& path, const std::string& text, const std::vector<fs::path>& created) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp);
-  out << text;
-  out.close();
-  std::error_code ec;
-  if (!out || (fs::rename(tmp, path, ec), ec)) {
-    fs::remove(tmp, ec);
+  try {
+    write_output_file(path, text);
+  } catch (const RuntimeFailure&) {
     remove_created(created);
-    throw RuntimeFailure("cannot write " + path);
+    throw;
   }
+}
+
+// Refused before any work: an output that would overwrite an input (a task's data, its
+// examples' file) or the other output.
+void refuse_outputs_over_inputs(const EvalJob& job, const std::vector<TaskSpec>& specs) {
+  for (const auto& [flag, file] : {std::pair{"--json", job.json}, std::pair{"--log-samples", job.log_samples}}) {
+    for (const TaskSpec& spec : specs) {
+      const char* data_flag = job.task ? "--data" : "eval.tasks' data";
+      const char* fewshot_flag = job.task ? "--fewshot-data" : "eval.tasks' fewshot_data";
+      refuse_same_file(flag, file, data_flag, spec.data);
+      refuse_same_file(flag, file, fewshot_flag, spec.fewshot_data);
+    }
+  }
+  refuse_same_file("--json", job.json, "--log-samples", job.log_samples);
 }
 
 }  // namespace
@@ -105,6 +115,7 @@ void run(const EvalJob& job) {
   const dist::LaunchInfo launch = dist::launch_info();
   const bool rank0 = launch.rank == 0;
   if (!rank0) spdlog::set_level(spdlog::level::warn);
+  if (job.task) refuse_outputs_over_inputs(job, {*job.task});
   train::CheckpointModel opened(job.checkpoint,
                                 {.world = world, .batch = std::max<int64_t>(job.batch_size, 1),
                                  .device = job.device, .overrides = job.overrides},
@@ -115,7 +126,9 @@ void run(const EvalJob& job) {
   // Read every task file before the model is built: bad input costs nothing.
   std::vector<TaskInput> inputs;
   const int64_t classes = compiled.derived.classes;
-  for (const TaskSpec& spec : task_specs(job, compiled.recipe)) {
+  const std::vector<TaskSpec> specs = task_specs(job, compiled.recipe);
+  if (!job.task) refuse_outputs_over_inputs(job, specs);
+  for (const TaskSpec& spec : specs) {
     if (spec.task == "classification" && classes == 0) {
       throw UserError(fmt::format("{}: the checkpoint has no classifier: fine-tune it first "
                                   "(finetune.train_data, docs/finetune.md)",

@@ -33,7 +33,8 @@ struct EvalJob {
   std::function<void()> before_model;
 };
 
-// Runs the job; UserError for bad input (before the model is built), RuntimeFailure when a
+// Runs the job; UserError for bad input (before the model is built; an output that is an input's
+// file before anything is read), RuntimeFailure when a
 // results file cannot be written (the directories it created are removed).
 void run(const EvalJob& job);
 

@@ -27,6 +27,19 @@ T get(const json& body, const char* field, T fallback) {
   }
 }
 
+// A seed field: absent or null, `fallback` (the server's fresh seed for the request); else a
+// whole number from 0 to 2^64 - 1, each a fixed seed. Anything else (negative, fractional,
+// past 2^64 - 1, which JSON parsers read as a fraction) is refused, never read as "random".
+uint64_t seed_field(const json& body, const char* field, uint64_t fallback) {
+  const auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->is_number_integer() && it->get<int64_t>() >= 0) return uint64_t(it->get<int64_t>());
+  throw ApiError(fmt::format("{} must be a whole number from 0 to 18446744073709551615 (leave it "
+                             "out for a random seed)",
+                             field));
+}
+
 void refuse_unknown(const json& body, const std::vector<std::string>& known, const char* api) {
   for (const auto& [key, value] : body.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
@@ -133,9 +146,7 @@ ApiRequest parse_megatron_request(const json& body, const data::Tokenizer& token
   if (get<bool>(body, "prevent_newline_after_colon", false)) {
     throw ApiError("prevent_newline_after_colon is not supported by this server");
   }
-  const int64_t random_seed = get<int64_t>(body, "random_seed", -1);
-  if (random_seed < -1) throw ApiError("random_seed must be a positive integer");
-  o.seed = random_seed >= 0 ? uint64_t(random_seed) : seed;
+  o.seed = seed_field(body, "random_seed", seed);
   r.log = !get<bool>(body, "no_log", false);
   if (get<int64_t>(body, "beam_width", 0) != 0) throw ApiError("beam search is not supported by this server");
   if (get<double>(body, "length_penalty", 1.0) != 1.0) throw ApiError("length_penalty applies to beam search only");
@@ -206,8 +217,7 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
     }
   }
   o.eod = tokenizer.special_tokens().eod;
-  const int64_t given_seed = get<int64_t>(body, "seed", -1);
-  o.seed = given_seed >= 0 ? uint64_t(given_seed) : seed;
+  o.seed = seed_field(body, "seed", seed);
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || prompt->is_null()) throw ApiError("prompt is required");
   // A string, a list of strings, a list of token ids, or a list of lists of token ids.

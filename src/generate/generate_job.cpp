@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/output_dir.hpp"
+#include "core/output_file.hpp"
 #include "core/progress_line.hpp"
 #include "data/jsonl_records.hpp"
 
@@ -85,17 +86,15 @@ void stream_one(const GenerateJob& job, const std::string& text,
   }
 }
 
-// A file of prompts, a batch at a time: one jsonl line per prompt, written under a temporary
-// name and renamed when complete, so that a failed run leaves no half file under the real one.
+// A file of prompts, a batch at a time: one jsonl line per prompt, into the user's output
+// (core/output_file.hpp: a file is replaced when complete, so that a failed run leaves no half
+// file under the real one; a FIFO or /dev/stdout is written through).
 void answer_file(const GenerateJob& job, const std::vector<std::string>& texts,
                  const std::vector<std::vector<int32_t>>& prompts, const Engine& engine,
                  const GenerateOptions& options, bool rank0, GenerateStats& stats) {
-  std::ofstream file;
-  if (rank0 && !job.output.empty()) {
-    file.open(job.output + ".tmp");
-    if (!file) throw RuntimeFailure("cannot write " + job.output);
-  }
-  std::ostream& out = job.output.empty() ? std::cout : file;
+  std::optional<OutputFile> file;
+  if (rank0 && !job.output.empty()) file.emplace(job.output);
+  std::ostream& out = file ? file->stream() : std::cout;
   const auto started = std::chrono::steady_clock::now();
   ProgressLine line;
   for (size_t first = 0; first < prompts.size(); first += size_t(job.batch_size)) {
@@ -120,14 +119,7 @@ void answer_file(const GenerateJob& job, const std::vector<std::string>& texts,
     line.count("generated", int64_t(end), int64_t(prompts.size()), "prompts",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
-  if (rank0 && !job.output.empty()) {
-    file.close();
-    std::error_code ec;
-    if (!file || (std::filesystem::rename(job.output + ".tmp", job.output, ec), ec)) {
-      std::filesystem::remove(job.output + ".tmp", ec);
-      throw RuntimeFailure("cannot write " + job.output);
-    }
-  }
+  if (file) file->commit();
 }
 
 }  // namespace
@@ -147,6 +139,7 @@ std::vector<std::string> read_prompts(const GenerateJob& job) {
   if (job.prompt.empty() == job.prompts.empty() && !(job.add_bos && job.prompts.empty())) {
     throw UserError("give one of --prompt TEXT and --prompts FILE.jsonl");
   }
+  refuse_same_file("--output", job.output, "--prompts", job.prompts);
   std::vector<std::string> out;
   if (job.prompts.empty()) {
     out.push_back(job.prompt);

@@ -30,8 +30,8 @@ struct GenerateJob {
 
 // The prompts' texts, with the output's directory made ready: everything about the job's input
 // that can be wrong, checked on the launching process before a job of several ranks starts.
-// UserError for neither or both of prompt and prompts, an unreadable or empty prompts file, or
-// a prompt without `field`.
+// UserError for neither or both of prompt and prompts, an output that is the prompts file, an
+// unreadable or empty prompts file, or a prompt without `field`.
 std::vector<std::string> read_prompts(const GenerateJob& job);
 
 // Generates for `texts` (from read_prompts) on every rank of the engine's model; rank 0 writes

@@ -33,6 +33,9 @@ int32_t sample(std::span<const float> logits, const Sampling& s, Rng& rng) {
   std::vector<float> x(logits.begin(), logits.end());
   // As Megatron: the division in f32, then the masks on the scaled logits.
   for (float& v : x) v = float(double(v) / s.temperature);
+  // A temperature so small that the largest logit divided by it leaves f32's range (an
+  // accepted 1e-38, 1e-300) would subtract inf from inf below: its limit, the argmax, instead.
+  if (!std::isfinite(*std::max_element(x.begin(), x.end()))) return argmax(logits);
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   // Most likely first; lower ids first on ties, so the kept set never depends on the sort.

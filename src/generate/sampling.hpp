@@ -12,7 +12,8 @@
 namespace megatron::generate {
 
 struct Sampling {
-  double temperature = 1.0;  // > 0; logits are divided by it
+  double temperature = 1.0;  // > 0; logits are divided by it (in f32, as Megatron); where the
+                             // largest quotient overflows f32, the draw is the argmax
   int64_t top_k = 0;         // 0: off; 1: greedy (the argmax, no draw)
   double top_p = 0.0;        // 0: off; keeps the smallest prefix of tokens by probability whose
                              // mass reaches top_p (Megatron's rule: the first always kept)

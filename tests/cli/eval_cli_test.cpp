@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -304,6 +305,52 @@ TEST(EvalCli, WithoutTaskTheRecipesEvalTasksRunIntoOneResultsFile) {
                          "--json " + one.string()).exit_code, 0);
   EXPECT_EQ(metrics_of(one).at("perplexity/word_perplexity,none"),
             j["results"]["perplexity:b"]["word_perplexity,none"].get<double>());
+}
+
+TEST(EvalCli, AnOutputThatIsAnInputIsRefusedBeforeAnyWork) {
+  test_support::TempDir dir;
+  const fs::path data = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n");
+  const fs::path link = dir.path() / "link.jsonl";
+  fs::create_symlink(data, link);
+  // No checkpoint there: refused before the checkpoint is read.
+  const std::string none = (dir.path() / "no-checkpoint").string();
+  const std::string same = (dir.path() / "." / "d.jsonl").string();
+  for (const std::string& outputs : {"--json " + data.string(), "--log-samples " + link.string(),
+                                     "--json " + same}) {
+    SCOPED_TRACE(outputs);
+    const CommandResult r =
+        run_megatron("eval " + none + " --task perplexity --data " + data.string() + " " + outputs);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(outputs + " and --data " + data.string() + " are the same file"),
+              std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // The recipe's eval.tasks likewise, before the model is built.
+  const CommandResult r = run_megatron("eval " + checkpoint().string() + " 'eval.tasks=[{task: perplexity, data: " +
+                                       data.string() + "}]'" + kGpt2 + "--json " + link.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--json " + link.string() + " and eval.tasks' data " + data.string()), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(data), "{\"text\": \"a b c d\"}\n");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+}
+
+TEST(EvalCli, ResultsReachDevStdoutAfterTheTableAndASymlinkStaysALink) {
+  test_support::TempDir dir;
+  const std::string data = dir.write("d.jsonl", "{\"text\": \"It is a truth universally acknowledged.\"}\n").string();
+  const fs::path target = dir.write("real/samples.jsonl", "old\n");
+  const fs::path link = dir.path() / "samples.jsonl";
+  fs::create_symlink(target, link);
+  const CommandResult r = run_megatron("eval " + checkpoint().string() + " --task perplexity --data " + data + kGpt2 +
+                                       "--json /dev/stdout --log-samples " + link.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // stdout: the table, then the results JSON written through the same descriptor.
+  const size_t brace = r.out.find("\n{");
+  ASSERT_NE(brace, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("perplexity"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(r.out.substr(brace + 1))["results"].contains("perplexity")) << r.out;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(nlohmann::json::parse(slurp(target))["doc_id"], 0);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 TEST(EvalCli, TaskFlagsWithoutTaskAndNoTaskAtAllAreRefused) {

@@ -146,10 +146,26 @@ TEST(GenerateCli, AHuggingFaceRoundTripGeneratesTheSameText) {
   EXPECT_EQ(greedy_text(checkpoint().string() + kGpt2, 12), greedy_text(imported.string() + kGpt2, 12));
 }
 
+TEST(GenerateCli, ResultsReachDevStdoutAndATinyTemperatureWithTheLargestSeedIsGreedy) {
+  test_support::TempDir dir;
+  const std::string base = "generate " + checkpoint().string() + kGpt2 + " --threads 1 --max-tokens 4 --ignore-eod --prompts " +
+                           prompts_file(dir.path()).string();
+  const CommandResult tiny =
+      run_megatron(base + " --temperature 1e-46 --seed 18446744073709551615 --output /dev/stdout");
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  const CommandResult greedy = run_megatron(base + " --greedy");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  EXPECT_EQ(jsonl(tiny.out).size(), 3u) << tiny.out;
+  EXPECT_EQ(tiny.out, greedy.out);
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status("/dev/stdout")));
+}
+
 TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
   test_support::TempDir dir;
   const fs::path empty = dir.path() / "empty.jsonl";
   std::ofstream(empty) << "\n";
+  const fs::path prompts = dir.path() / "p.jsonl";
+  std::ofstream(prompts) << R"({"prompt": "She was"})" << "\n";
   const std::string ckpt = checkpoint().string() + kGpt2;
   const std::string long_prompt(2000, 'a');
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -161,6 +177,10 @@ TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
       {"generate " + ckpt + " --prompt x --temperature nan", "temperature"},
       {"generate " + ckpt + " --prompt x --top-p nan", "top-p"},
       {"generate " + ckpt + " --prompt x --seed -1", "--seed: -1 is not a whole number from 0"},
+      {"generate " + ckpt + " --prompt x --seed 18446744073709551616",
+       "--seed: 18446744073709551616 is not a whole number from 0 to 18446744073709551615"},
+      {"generate " + ckpt + " --prompts " + prompts.string() + " --output " + (dir.path() / "." / "p.jsonl").string(),
+       "--output " + (dir.path() / "." / "p.jsonl").string() + " and --prompts " + prompts.string() + " are the same file"},
       {"generate " + (dir.path() / "nothing").string() + kGpt2 + " --prompt x", "no checkpoint there"},
   };
   for (const auto& [args, message] : cases) {

@@ -167,6 +167,14 @@ TEST(ServeCli, AnUnwritablePortFileIsRefusedBeforeTheServerStarts) {
   EXPECT_NE(r.err.find("--port-file /proc/no-such-dir/port: cannot write there"), std::string::npos) << r.err;
 }
 
+TEST(ServeCli, AnEmptyHostIsRefusedSayingHowToListenEverywhere) {
+  test_support::TempDir dir;
+  const CommandResult r = run_megatron("serve " + (dir.path() / "no-checkpoint").string() + " --host ''");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--host is empty: give the address to listen on (0.0.0.0 to listen on every interface"),
+            std::string::npos) << r.err;
+}
+
 TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
   Server server;
   auto c = server.client();
@@ -189,6 +197,8 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
       {"POST", "/v1/completions", R"({"prompt": "a", "stream": true})", "stream"},
       {"POST", "/v1/completions", R"({"prompt": "a", "max_tokens": "many"})", "integer"},
       {"POST", "/v1/completions", R"({"prompt": "a", "made_up": 1})", "made_up"},
+      {"POST", "/v1/completions", R"({"prompt": "a", "seed": -5})", "seed must be a whole number from 0"},
+      {"PUT", "/api", R"({"prompts": ["a"], "random_seed": 1.5})", "random_seed must be a whole number from 0"},
   };
   for (const auto& [method, path, body, message] : bad) {
     const json r = send(c, method, path, body, 400);
@@ -198,6 +208,9 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
   }
   const json ok = send(c, "PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 2})", 200);
   EXPECT_EQ(ok["text"].size(), 1u);
+  // The smallest temperatures are accepted and choose as greedy does.
+  const json tiny = send(c, "PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 4, "temperature": 1e-300})", 200);
+  EXPECT_EQ(tiny["tokens"], send(c, "PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 4, "top_k": 1})", 200)["tokens"]);
   // A huge number of tokens stops at the model's positions.
   const json all = send(c, "PUT", "/api",
                         R"({"prompts": ["a"], "tokens_to_generate": 9223372036854775807, "stop_token": -1, "top_k": 1})", 200);

@@ -10,6 +10,7 @@
 
 #include "data/tokenizer.hpp"
 #include "generate/api.hpp"
+#include "generate/sampling.hpp"
 
 namespace megatron::generate {
 namespace {
@@ -103,6 +104,43 @@ TEST(MegatronApi, APromptMustLeaveRoomForTheTokensToGenerate) {
   EXPECT_THROW(megatron(json{{"prompts", {text}}}.dump()), ApiError);
   // Scoring only: the whole 64 positions.
   EXPECT_NO_THROW(megatron(json{{"prompts", {text}}, {"tokens_to_generate", 0}, {"logprobs", true}}.dump()));
+}
+
+TEST(MegatronApi, EveryWholeSeedIsAFixedSeed) {
+  EXPECT_EQ(megatron(R"({"prompts": ["a"], "random_seed": 0})").options.seed, 0u);
+  EXPECT_EQ(megatron(R"({"prompts": ["a"], "random_seed": 18446744073709551615})").options.seed,
+            std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(megatron(R"({"prompts": ["a"], "random_seed": null})").options.seed, 7u);  // the server's
+  EXPECT_EQ(completions(R"({"prompt": "a", "seed": 18446744073709551615})").options.seed,
+            std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(completions(json{{"prompt", "a"}, {"seed", int64_t{5}}}.dump()).options.seed, 5u);
+}
+
+TEST(MegatronApi, ASeedThatCannotBeOneIsRefusedNamingTheField) {
+  for (const char* value : {"-1", "-5", "1.5", "\"5\"", "18446744073709551616", "true"}) {
+    for (const auto& [field, parse] :
+         {std::pair{"random_seed", +[](const std::string& v) { megatron(R"({"prompts": ["a"], "random_seed": )" + v + "}"); }},
+          std::pair{"seed", +[](const std::string& v) { completions(R"({"prompt": "a", "seed": )" + v + "}"); }}}) {
+      try {
+        parse(value);
+        ADD_FAILURE() << field << " " << value << " accepted";
+      } catch (const ApiError& e) {
+        EXPECT_EQ(std::string(e.what()), std::string(field) + " must be a whole number from 0 to "
+                                                               "18446744073709551615 (leave it out for a random seed)");
+      }
+    }
+  }
+}
+
+TEST(MegatronApi, ATinyAcceptedTemperatureChoosesTheGreedyToken) {
+  const std::vector<float> logits = {0.5f, 3.0f, -2.0f, 2.9f};
+  for (const char* t : {"1e-46", "1e-38", "1e-300"}) {
+    const Sampling s = megatron(std::string(R"({"prompts": ["a"], "temperature": )") + t + "}").options.sampling;
+    const Sampling c = completions(std::string(R"({"prompt": "a", "temperature": )") + t + "}").options.sampling;
+    Rng rng(1);
+    EXPECT_EQ(sample(logits, s, rng), 1) << t;
+    EXPECT_EQ(sample(logits, c, rng), 1) << t;
+  }
 }
 
 TEST(CompletionsApi, TemperatureZeroIsGreedyAndTopPOneIsOff) {

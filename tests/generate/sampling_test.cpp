@@ -73,6 +73,36 @@ TEST(Sampling, LowTemperatureSharpensAndHighTemperatureFlattens) {
   EXPECT_NEAR(hot, 0.525, 0.03);
 }
 
+TEST(Sampling, ATemperatureTooSmallForF32ChoosesTheGreedyToken) {
+  // Each temperature is accepted (above 0); the largest logit divided by it overflows f32.
+  const std::vector<std::vector<float>> rows = {{1.5f, -0.25f, 5.0f, 0.75f, 4.9f, -3.0f},
+                                                {-7.0f, -1.0f, -4.0f, -1.5f}};  // all below 0
+  for (const std::vector<float>& logits : rows) {
+    for (const double t : {1e-46, 1e-38, 1e-300}) {
+      for (const Sampling& s : {Sampling{.temperature = t}, Sampling{.temperature = t, .top_k = 3},
+                                Sampling{.temperature = t, .top_p = 0.9}}) {
+        Rng rng(1);
+        for (int i = 0; i < 8; ++i) EXPECT_EQ(sample(logits, s, rng), argmax(logits)) << "temperature " << t;
+      }
+    }
+  }
+}
+
+TEST(Sampling, OrdinaryTemperaturesDrawWhatTheyAlwaysDrew) {
+  // Recorded before tiny temperatures were made greedy: the same seed, the same tokens.
+  const std::vector<float> logits = {1.5f, -0.25f, 2.0f, 0.75f, 1.9f, -3.0f};
+  const std::vector<std::pair<Sampling, std::vector<int32_t>>> cases = {
+      {{.temperature = 0.7}, {3, 4, 2, 2, 0, 0, 4, 2, 2, 2, 2, 3, 4, 4, 0, 0}},
+      {{.temperature = 1.3, .top_k = 3}, {4, 0, 2, 2, 2, 2, 0, 4, 2, 4, 4, 4, 0, 0, 2, 2}},
+      {{.temperature = 0.9, .top_p = 0.8}, {4, 0, 2, 2, 2, 2, 0, 4, 2, 4, 4, 4, 0, 4, 2, 2}}};
+  for (const auto& [s, expected] : cases) {
+    Rng rng(2024);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < expected.size(); ++i) got.push_back(sample(logits, s, rng));
+    EXPECT_EQ(got, expected) << "temperature " << s.temperature;
+  }
+}
+
 TEST(Sampling, TheSameSeedDrawsTheSameTokensAndAnotherSeedOthers) {
   const std::vector<float> logits = logits_of({0.2, 0.2, 0.2, 0.2, 0.2});
   std::vector<int32_t> a, b, c;
