@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <set>
+#include <string_view>
 
 #include "ckpt/model_limits.hpp"
 #include "core/error.hpp"
@@ -51,6 +55,7 @@ class Keys {
   Keys(const nlohmann::json& j, const std::string& where) : j_(j), where_(where) {}
   template <class T>
   T get(const std::string& key, std::optional<T> fallback = std::nullopt) const {
+    read_.insert(key);
     if (!j_.contains(key) || j_.at(key).is_null()) {
       if (fallback) return *fallback;
       throw UserError(fmt::format("{}: {} is missing", where_, key));
@@ -82,7 +87,15 @@ class Keys {
     }
     return v;
   }
-  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  bool has(const std::string& key) const {
+    read_.insert(key);
+    return j_.contains(key) && !j_.at(key).is_null();
+  }
+  // The value of a key read without the checks above (an object such as rope_parameters).
+  const nlohmann::json& raw(const std::string& key) const {
+    read_.insert(key);
+    return j_.at(key);
+  }
   // A setting the engine has no counterpart for: only its neutral value is accepted.
   template <class T>
   void neutral(const std::string& key, const T& value) const {
@@ -90,6 +103,22 @@ class Keys {
       throw UserError(fmt::format("{}: {} = {} is not supported (the engine computes {} = {})",
                                   where_, key, printable(j_.at(key).dump()), key,
                                   nlohmann::json(value).dump()));
+    }
+  }
+  // No silent import: every key the family's reader did not read must be one known to leave the
+  // computed function alone (`harmless`, or the metadata every config carries); any other key
+  // might change the model, so it is refused with its name and value, never dropped.
+  void refuse_unread(std::initializer_list<std::string_view> harmless) const {
+    for (const auto& [key, value] : j_.items()) {
+      if (read_.contains(key) || is_metadata(key) ||
+          std::find(harmless.begin(), harmless.end(), key) != harmless.end()) {
+        continue;
+      }
+      throw UserError(fmt::format(
+          "{}: {} = {} is not understood by the import, and it may change what the model "
+          "computes: the import refuses rather than drop it (if it does not change the model, "
+          "remove it from config.json)",
+          where_, key, printable(value.dump())));
     }
   }
   [[noreturn]] void bad(const std::string& key, const std::string& why) const {
@@ -101,8 +130,30 @@ class Keys {
   }
 
  private:
+  // What transformers' PretrainedConfig writes into every config.json: names, token ids,
+  // generation defaults, task heads and bookkeeping, none of which changes the network's function.
+  static bool is_metadata(std::string_view key) {
+    static constexpr std::string_view kMetadata[] = {
+        "_name_or_path", "architectures", "auto_map", "model_type", "transformers_version",
+        "torch_dtype", "dtype", "use_cache", "return_dict", "output_hidden_states",
+        "output_attentions", "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads",
+        "chunk_size_feed_forward", "is_decoder", "bos_token_id", "eos_token_id", "pad_token_id",
+        "sep_token_id", "decoder_start_token_id", "id2label", "label2id", "num_labels",
+        "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params",
+        "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
+        "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p", "typical_p",
+        "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+        "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences", "output_scores",
+        "return_dict_in_generate", "forced_bos_token_id", "forced_eos_token_id",
+        "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens",
+        "begin_suppress_tokens", "cross_attention_hidden_size", "tie_encoder_decoder",
+        "initializer_range", "initializer_factor", "classifier_dropout"};
+    return std::find(std::begin(kMetadata), std::end(kMetadata), key) != std::end(kMetadata);
+  }
+
   const nlohmann::json& j_;
   const std::string& where_;
+  mutable std::set<std::string> read_;  // keys a reader looked at, whatever it found
 };
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
@@ -142,6 +193,14 @@ model::ModelConfig gpt2_from(const Keys& k) {
   k.neutral("scale_attn_weights", true);
   k.neutral("scale_attn_by_inverse_layer_idx", false);
   k.neutral("add_cross_attention", false);
+  // n_ctx is n_positions under its old name; embd_pdrop is dropout, a training setting (the
+  // import keeps resid_pdrop's); summary_* configure GPT2DoubleHeadsModel's classifier, which
+  // an LM import does not read; reorder_and_upcast_attn changes only rounding.
+  if (k.has("n_ctx") && k.size("n_ctx", kMaxPositions) != c.max_positions) {
+    k.bad("n_ctx", fmt::format("differs from n_positions ({})", c.max_positions));
+  }
+  k.refuse_unread({"embd_pdrop", "summary_type", "summary_use_proj", "summary_activation",
+                   "summary_proj_to_labels", "summary_first_dropout", "reorder_and_upcast_attn"});
   return c;
 }
 
@@ -174,7 +233,49 @@ model::ModelConfig megatron_bert_from(const Keys& k) {
   k.neutral("hidden_act", "gelu");
   k.neutral("position_embedding_type", "absolute");
   k.neutral("tie_word_embeddings", true);
+  k.refuse_unread({});
   return c;
+}
+
+// The rotary base, from transformers 4's rope_theta and rope_scaling or transformers 5's
+// rope_parameters. Only unscaled rotary positions ("default") import: a scaled one (linear,
+// llama3, yarn, ...) changes every position's angles, so it is refused, never dropped.
+double rotary_base_of(const Keys& k) {
+  const auto unscaled = [&](const std::string& key, const nlohmann::json& p) {
+    if (!p.is_object()) k.bad(key, "expected an object");
+    const nlohmann::json type = p.contains("rope_type") ? p["rope_type"]
+                                : p.contains("type")    ? p["type"]
+                                                        : nlohmann::json("default");
+    if (type != "default") {
+      k.bad(key, fmt::format("rope_type {} (scaled rotary positions) is not supported yet: "
+                             "imported without it the model would compute something else",
+                             printable(type.dump())));
+    }
+    for (const auto& [name, value] : p.items()) {
+      if (name != "rope_type" && name != "type" && name != "rope_theta" &&
+          !(name == "partial_rotary_factor" && value == nlohmann::json(1.0))) {
+        k.bad(key, fmt::format("{} = {} is not understood by the import", name,
+                               printable(value.dump())));
+      }
+    }
+  };
+  double base = k.real("rope_theta", 10000.0, positive, "a positive number");
+  if (k.has("rope_scaling")) unscaled("rope_scaling", k.raw("rope_scaling"));
+  if (k.has("rope_parameters")) {
+    const nlohmann::json& p = k.raw("rope_parameters");
+    unscaled("rope_parameters", p);
+    if (p.contains("rope_theta")) {
+      const nlohmann::json& theta = p["rope_theta"];
+      if (!theta.is_number() || !std::isfinite(theta.get<double>()) || theta.get<double>() <= 0) {
+        k.bad("rope_parameters", "rope_theta: expected a positive number");
+      }
+      if (k.has("rope_theta") && theta.get<double>() != base) {
+        k.bad("rope_parameters", fmt::format("rope_theta differs from the top-level rope_theta ({})", base));
+      }
+      base = theta.get<double>();
+    }
+  }
+  return base;
 }
 
 model::ModelConfig llama_from(const Keys& k) {
@@ -192,7 +293,7 @@ model::ModelConfig llama_from(const Keys& k) {
   c.vocab = k.size("vocab_size", kMaxVocab);
   c.max_positions = k.size("max_position_embeddings", kMaxPositions, 2048);
   c.position = PositionEmbedding::Rotary;
-  c.rotary_base = k.real("rope_theta", 10000.0, positive, "a positive number");
+  c.rotary_base = rotary_base_of(k);
   c.rotary_percent = 1.0;
   c.norm = Norm::RmsNorm;
   c.norm_eps = k.real("rms_norm_eps", 1e-6, positive, "a positive number");
@@ -206,7 +307,8 @@ model::ModelConfig llama_from(const Keys& k) {
   k.neutral("attention_bias", false);
   k.neutral("mlp_bias", false);
   k.neutral("partial_rotary_factor", 1.0);
-  if (k.has("rope_scaling")) k.bad("rope_scaling", "scaled rotary positions are not supported");
+  // pretraining_tp > 1 splits transformers' matmuls into slices: the same products.
+  k.refuse_unread({"pretraining_tp"});
   return c;
 }
 
@@ -263,6 +365,10 @@ model::ModelConfig t5_from(const Keys& k, bool& head_from_embedding) {
   }
   head_from_embedding = tied;
   k.neutral("is_encoder_decoder", true);
+  // What feed_forward_proj implies, spelled out by transformers >= 4.22.
+  k.neutral("dense_act_fn", "gelu_new");
+  k.neutral("is_gated_act", true);
+  k.refuse_unread({"output_past"});
   return c;
 }
 

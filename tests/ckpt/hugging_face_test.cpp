@@ -3,6 +3,7 @@
 // giving every checkpoint tensor back bitwise, and a second export identical byte for byte.
 #include "ckpt/hugging_face.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -647,6 +648,136 @@ TEST(HuggingFaceT5Config, WhatTheEngineDoesNotComputeIsOneLineNamingTheFile) {
     EXPECT_NE(error.find("dir/config.json: "), std::string::npos) << key << ": " << error;
     EXPECT_NE(error.find(says), std::string::npos) << key << ": " << error;
   }
+}
+
+}  // namespace
+}  // namespace megatron::ckpt
+
+namespace megatron::ckpt {
+namespace {
+
+// config.json files with every key the Hub's files carry (the sizes shrunk): GPT-2
+// (openai-community/gpt2), a Llama with unscaled rotary positions (TinyLlama-1.1B's keys),
+// Llama 3.1 as transformers 4.43 writes it and as transformers 5 does, and megatron-bert
+// (nvidia/megatron-bert-cased-345m's keys). No silent import: each key is read, known to be
+// harmless, or refused.
+nlohmann::json hub_gpt2() {
+  return nlohmann::json::parse(R"({"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+    "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256,
+    "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 64,
+    "n_embd": 16, "n_head": 4, "n_layer": 2, "n_positions": 64, "resid_pdrop": 0.1,
+    "summary_activation": null, "summary_first_dropout": 0.1, "summary_proj_to_labels": true,
+    "summary_type": "cls_index", "summary_use_proj": true,
+    "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}},
+    "vocab_size": 50})");
+}
+
+nlohmann::json hub_llama() {
+  return nlohmann::json::parse(R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false,
+    "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 24,
+    "initializer_range": 0.02, "intermediate_size": 20, "max_position_embeddings": 64,
+    "model_type": "llama", "num_attention_heads": 6, "num_hidden_layers": 2,
+    "num_key_value_heads": 2, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null,
+    "rope_theta": 10000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "transformers_version": "4.35.0", "use_cache": true, "vocab_size": 50})");
+}
+
+nlohmann::json hub_llama31_transformers4() {
+  nlohmann::json c = hub_llama();
+  c["eos_token_id"] = {128001, 128008, 128009};
+  c["rope_theta"] = 500000.0;
+  c["mlp_bias"] = false;
+  c["attention_dropout"] = 0.0;
+  c["rope_scaling"] = {{"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}, {"rope_type", "llama3"}};
+  return c;
+}
+
+nlohmann::json hub_llama31_transformers5() {
+  nlohmann::json c = hub_llama31_transformers4();
+  c.erase("rope_scaling");
+  c.erase("rope_theta");
+  c.erase("torch_dtype");
+  c["dtype"] = "bfloat16";
+  c["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "llama3"}, {"factor", 8.0},
+                          {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 8192}};
+  return c;
+}
+
+nlohmann::json hub_megatron_bert() {
+  return nlohmann::json::parse(R"({"architectures": ["MegatronBertForMaskedLM"],
+    "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": 16, "initializer_range": 0.02, "intermediate_size": 64, "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 64, "model_type": "megatron-bert", "num_attention_heads": 4,
+    "num_hidden_layers": 2, "pad_token_id": 0, "position_embedding_type": "absolute",
+    "tie_word_embeddings": true, "transformers_version": "4.48.0", "type_vocab_size": 2,
+    "use_cache": true, "vocab_size": 50})");
+}
+
+std::string config_refusal(const nlohmann::json& config) {
+  try {
+    hf_model_from_config(config, "dir/config.json");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HuggingFaceConfigKeys, EveryKeyOfTheHubsGpt2LlamaBertAndT5ConfigsIsUnderstood) {
+  EXPECT_EQ(config_refusal(hub_gpt2()), "");
+  EXPECT_EQ(config_refusal(hub_llama()), "");
+  EXPECT_EQ(config_refusal(hub_megatron_bert()), "");
+  nlohmann::json t5 = t5_v11_config();  // google/t5-v1_1's further keys
+  const nlohmann::json more = nlohmann::json::parse(R"({"architectures": ["T5ForConditionalGeneration"],
+      "decoder_start_token_id": 0, "dense_act_fn": "gelu_new", "eos_token_id": 1,
+      "initializer_factor": 1.0, "is_encoder_decoder": true, "is_gated_act": true,
+      "output_past": true, "pad_token_id": 0, "torch_dtype": "float32",
+      "transformers_version": "4.27.0", "use_cache": true})");
+  t5.update(more);
+  EXPECT_EQ(config_refusal(t5), "");
+}
+
+TEST(HuggingFaceConfigKeys, AnUnknownKeyIsRefusedWithItsNameAndValue) {
+  nlohmann::json c = hub_llama();
+  c["sliding_window"] = 4096;
+  EXPECT_EQ(config_refusal(c),
+            "dir/config.json: sliding_window = 4096 is not understood by the import, and it may "
+            "change what the model computes: the import refuses rather than drop it (if it does "
+            "not change the model, remove it from config.json)");
+  nlohmann::json g = hub_gpt2();
+  g["scale_attn_by_inverse_layer_idx"] = true;
+  EXPECT_THAT(config_refusal(g), ::testing::HasSubstr("scale_attn_by_inverse_layer_idx = true is not supported"));
+}
+
+TEST(HuggingFaceConfigKeys, Llama31sScaledRotaryPositionsAreRefusedInBothConfigLayouts) {
+  EXPECT_THAT(config_refusal(hub_llama31_transformers4()),
+              ::testing::HasSubstr("rope_scaling = {\"factor\":8.0,"));
+  EXPECT_THAT(config_refusal(hub_llama31_transformers4()),
+              ::testing::HasSubstr("rope_type \"llama3\" (scaled rotary positions) is not supported"));
+  EXPECT_THAT(config_refusal(hub_llama31_transformers5()),
+              ::testing::HasSubstr("dir/config.json: rope_parameters = {"));
+  EXPECT_THAT(config_refusal(hub_llama31_transformers5()),
+              ::testing::HasSubstr("rope_type \"llama3\" (scaled rotary positions) is not supported"));
+}
+
+TEST(HuggingFaceConfigKeys, Transformers5sUnscaledRopeParametersGiveTheRotaryBase) {
+  nlohmann::json c = hub_llama();
+  c.erase("rope_theta");
+  c.erase("rope_scaling");
+  c["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "default"}};
+  EXPECT_DOUBLE_EQ(hf_model_from_config(c, "dir/config.json").config.rotary_base, 500000.0);
+  c["rope_theta"] = 10000.0;  // both layouts, disagreeing
+  EXPECT_THAT(config_refusal(c), ::testing::HasSubstr("rope_theta differs from the top-level rope_theta"));
+  c.erase("rope_theta");
+  c["rope_parameters"]["mrope_section"] = {16, 24, 24};
+  EXPECT_THAT(config_refusal(c), ::testing::HasSubstr("mrope_section = [16,24,24] is not understood"));
+}
+
+TEST(HuggingFaceConfigKeys, Gpt2sNctxMustBeItsPositions) {
+  nlohmann::json c = hub_gpt2();
+  c["n_ctx"] = 32;
+  EXPECT_THAT(config_refusal(c), ::testing::HasSubstr("n_ctx = 32: differs from n_positions (64)"));
 }
 
 }  // namespace
