@@ -233,6 +233,7 @@ model::ModelConfig megatron_bert_from(const Keys& k) {
   k.neutral("hidden_act", "gelu");
   k.neutral("position_embedding_type", "absolute");
   k.neutral("tie_word_embeddings", true);
+  k.neutral("add_cross_attention", false);
   k.refuse_unread({});
   return c;
 }

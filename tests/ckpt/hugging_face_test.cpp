@@ -728,6 +728,11 @@ TEST(HuggingFaceConfigKeys, EveryKeyOfTheHubsGpt2LlamaBertAndT5ConfigsIsUndersto
   EXPECT_EQ(config_refusal(hub_gpt2()), "");
   EXPECT_EQ(config_refusal(hub_llama()), "");
   EXPECT_EQ(config_refusal(hub_megatron_bert()), "");
+  nlohmann::json bert5 = hub_megatron_bert();  // transformers 5.25 writes these too
+  bert5["add_cross_attention"] = false;
+  bert5["is_decoder"] = false;
+  bert5["bos_token_id"] = nullptr;
+  EXPECT_EQ(config_refusal(bert5), "");
   nlohmann::json t5 = t5_v11_config();  // google/t5-v1_1's further keys
   const nlohmann::json more = nlohmann::json::parse(R"({"architectures": ["T5ForConditionalGeneration"],
       "decoder_start_token_id": 0, "dense_act_fn": "gelu_new", "eos_token_id": 1,
