@@ -24,6 +24,13 @@ void run_serve(ServeArgs a) {
     throw UserError("--host is empty: give the address to listen on (0.0.0.0 to listen on every "
                     "interface, 127.0.0.1 for this machine only)");
   }
+  // A key that cannot travel in a header line would lock every client out.
+  for (const unsigned char ch : a.options.api_key) {
+    if (ch < 0x21 || ch > 0x7e) {
+      throw UserError("--api-key (or MEGATRON_API_KEY) holds a space or a control or non-ASCII "
+                      "character: use printable ASCII without spaces");
+    }
+  }
   GenerationModel model(a.model, [&] {
     // Where clients wait for the port: it must be writable before anything starts.
     if (!a.options.port_file.empty() && !std::ofstream(a.options.port_file)) {
@@ -52,6 +59,10 @@ void add_serve_command(CLI::App& app, Actions& actions) {
                   "The model's name in OpenAI answers (default: the checkpoint directory's)");
   cmd->add_option("--max-prompts", args->options.max_prompts, "Prompts per request at most (default 128)")
       ->check(whole_number(4096));
+  cmd->add_option("--api-key", args->options.api_key,
+                  "Require `Authorization: Bearer KEY` on every request but GET /health (401 "
+                  "otherwise); prefer the environment variable, which other users' ps cannot see")
+      ->envname("MEGATRON_API_KEY");
   actions.emplace_back(cmd, [args] { run_serve(*args); });
 }
 

@@ -95,6 +95,17 @@ std::optional<std::string> read_bounded_body(const httplib::ContentReader& reade
   return body;
 }
 
+// Whether `header` is "Bearer <key>", compared in time that does not depend on where they first
+// differ, so the key cannot be guessed a byte at a time from response times.
+bool authorized(const std::string& header, const std::string& key) {
+  const std::string expected = "Bearer " + key;
+  unsigned char differ = header.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    differ |= static_cast<unsigned char>(expected[i] ^ (i < header.size() ? header[i] : 0));
+  }
+  return differ == 0;
+}
+
 json error_body(Api api, const std::string& message) {
   if (api == Api::Completions) {
     return {{"error", {{"message", message}, {"type", "invalid_request_error"}}}};
@@ -208,6 +219,25 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
       }
     };
   };
+  // GET /health answers without a key: load balancers and supervisors probe it.
+  server.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  if (!a.api_key.empty()) {
+    server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/health" || authorized(req.get_header_value("Authorization"), a.api_key)) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer");
+      res.set_content(json{{"error", {{"message", "a valid API key is required: send the header "
+                                                  "Authorization: Bearer <key>"},
+                                      {"type", "invalid_request_error"},
+                                      {"code", "invalid_api_key"}}}}.dump(),
+                      "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
   server.Put("/api", handle(Api::Megatron));
   server.Post("/v1/completions", handle(Api::Completions));
   server.Post("/completions", handle(Api::Completions));
@@ -224,9 +254,11 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   }
   std::thread listener([&] { server.listen_after_bind(); });
   spdlog::info("megatron serve {}", a.description);
-  spdlog::info("serving {} on http://{}:{}: PUT /api (Megatron), POST /v1/completions (OpenAI); "
-               "Ctrl-C stops",
-               name, a.host, port);
+  spdlog::info("serving {} on http://{}:{}: PUT /api (Megatron), POST /v1/completions (OpenAI), "
+               "GET /health; {}; Ctrl-C stops",
+               name, a.host, port,
+               a.api_key.empty() ? "no API key (--api-key or MEGATRON_API_KEY asks for one)"
+                                 : "requests need the API key");
   if (!a.port_file.empty()) std::ofstream(a.port_file) << port << "\n";
 
   while (dist::stop_signal() == 0) {

@@ -19,6 +19,9 @@ struct ServeOptions {
   std::string model_name;     // the model's name in OpenAI answers
   int64_t max_prompts = 128;  // per request
   std::string description;    // logged when serving starts: the model and where it runs
+  // When set, every request but GET /health must carry `Authorization: Bearer <api_key>`; others
+  // get 401 (so a server on a shared network is not open to everyone on it).
+  std::string api_key;
 };
 
 // Serves `engine`'s model until SIGINT or SIGTERM (dist::stop_signal), then finishes the request

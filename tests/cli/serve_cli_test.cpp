@@ -217,6 +217,37 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
   EXPECT_EQ(all["tokens"][0].size(), 128u);
 }
 
+TEST(ServeCli, WithAnApiKeyOnlyRequestsBearingItAreServedAndHealthIsOpen) {
+  Server server("--api-key s3cret-key");
+  auto c = server.client();
+  const std::string body = R"({"prompts": ["a"], "tokens_to_generate": 2})";
+  const auto none = c.Put("/api", body, "application/json");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(json::parse(none->body)["error"]["code"], "invalid_api_key");
+  c.set_bearer_token_auth("s3cret-kez");
+  const auto wrong = c.Put("/api", body, "application/json");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  const auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 401);
+  c.set_bearer_token_auth("s3cret-key");
+  EXPECT_EQ(send(c, "PUT", "/api", body, 200)["text"].size(), 1u);
+  httplib::Client anyone = server.client();
+  const auto health = anyone.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(json::parse(health->body)["status"], "ok");
+}
+
+TEST(ServeCli, AnApiKeyWithASpaceIsRefusedBeforeTheServerStarts) {
+  const auto r = run_megatron("serve " + checkpoint().string() + kGpt2 +
+                              " --threads 1 --port 0 --api-key 'two words'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--api-key (or MEGATRON_API_KEY) holds a space"), std::string::npos) << r.err;
+}
+
 TEST(ServeCli, BodiesOverTheLimitGetA413ChunkedOrNotAndTheServerKeepsServing) {
   Server server;
   auto c = server.client();
