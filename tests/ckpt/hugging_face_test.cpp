@@ -590,7 +590,8 @@ nlohmann::json t5_v11_config() {
           {"layer_norm_epsilon", 1e-6}, {"dropout_rate", 0.0}};
 }
 
-std::string t5_refusal(const nlohmann::json& config) {
+// What importing `config` is refused with ("" when it imports).
+std::string import_refusal(const nlohmann::json& config) {
   try {
     hf_model_from_config(config, "dir/config.json");
   } catch (const UserError& e) {
@@ -630,7 +631,7 @@ TEST(HuggingFaceT5Config, WhatTheEngineDoesNotComputeIsOneLineNamingTheFile) {
     } else {
       c[key] = value;
     }
-    return t5_refusal(c);
+    return import_refusal(c);
   };
   for (const auto& [key, value, says] :
        std::vector<std::tuple<const char*, nlohmann::json, std::string>>{
@@ -715,24 +716,15 @@ nlohmann::json hub_megatron_bert() {
     "use_cache": true, "vocab_size": 50})");
 }
 
-std::string config_refusal(const nlohmann::json& config) {
-  try {
-    hf_model_from_config(config, "dir/config.json");
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(HuggingFaceConfigKeys, EveryKeyOfTheHubsGpt2LlamaBertAndT5ConfigsIsUnderstood) {
-  EXPECT_EQ(config_refusal(hub_gpt2()), "");
-  EXPECT_EQ(config_refusal(hub_llama()), "");
-  EXPECT_EQ(config_refusal(hub_megatron_bert()), "");
+  EXPECT_EQ(import_refusal(hub_gpt2()), "");
+  EXPECT_EQ(import_refusal(hub_llama()), "");
+  EXPECT_EQ(import_refusal(hub_megatron_bert()), "");
   nlohmann::json bert5 = hub_megatron_bert();  // transformers 5.25 writes these too
   bert5["add_cross_attention"] = false;
   bert5["is_decoder"] = false;
   bert5["bos_token_id"] = nullptr;
-  EXPECT_EQ(config_refusal(bert5), "");
+  EXPECT_EQ(import_refusal(bert5), "");
   nlohmann::json t5 = t5_v11_config();  // google/t5-v1_1's further keys
   const nlohmann::json more = nlohmann::json::parse(R"({"architectures": ["T5ForConditionalGeneration"],
       "decoder_start_token_id": 0, "dense_act_fn": "gelu_new", "eos_token_id": 1,
@@ -740,29 +732,29 @@ TEST(HuggingFaceConfigKeys, EveryKeyOfTheHubsGpt2LlamaBertAndT5ConfigsIsUndersto
       "output_past": true, "pad_token_id": 0, "torch_dtype": "float32",
       "transformers_version": "4.27.0", "use_cache": true})");
   t5.update(more);
-  EXPECT_EQ(config_refusal(t5), "");
+  EXPECT_EQ(import_refusal(t5), "");
 }
 
 TEST(HuggingFaceConfigKeys, AnUnknownKeyIsRefusedWithItsNameAndValue) {
   nlohmann::json c = hub_llama();
   c["sliding_window"] = 4096;
-  EXPECT_EQ(config_refusal(c),
+  EXPECT_EQ(import_refusal(c),
             "dir/config.json: sliding_window = 4096 is not understood by the import, and it may "
             "change what the model computes: the import refuses rather than drop it (if it does "
             "not change the model, remove it from config.json)");
   nlohmann::json g = hub_gpt2();
   g["scale_attn_by_inverse_layer_idx"] = true;
-  EXPECT_THAT(config_refusal(g), ::testing::HasSubstr("scale_attn_by_inverse_layer_idx = true is not supported"));
+  EXPECT_THAT(import_refusal(g), ::testing::HasSubstr("scale_attn_by_inverse_layer_idx = true is not supported"));
 }
 
 TEST(HuggingFaceConfigKeys, Llama31sScaledRotaryPositionsAreRefusedInBothConfigLayouts) {
-  EXPECT_THAT(config_refusal(hub_llama31_transformers4()),
+  EXPECT_THAT(import_refusal(hub_llama31_transformers4()),
               ::testing::HasSubstr("rope_scaling = {\"factor\":8.0,"));
-  EXPECT_THAT(config_refusal(hub_llama31_transformers4()),
+  EXPECT_THAT(import_refusal(hub_llama31_transformers4()),
               ::testing::HasSubstr("rope_type \"llama3\" (scaled rotary positions) is not supported"));
-  EXPECT_THAT(config_refusal(hub_llama31_transformers5()),
+  EXPECT_THAT(import_refusal(hub_llama31_transformers5()),
               ::testing::HasSubstr("dir/config.json: rope_parameters = {"));
-  EXPECT_THAT(config_refusal(hub_llama31_transformers5()),
+  EXPECT_THAT(import_refusal(hub_llama31_transformers5()),
               ::testing::HasSubstr("rope_type \"llama3\" (scaled rotary positions) is not supported"));
 }
 
@@ -773,16 +765,16 @@ TEST(HuggingFaceConfigKeys, Transformers5sUnscaledRopeParametersGiveTheRotaryBas
   c["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "default"}};
   EXPECT_DOUBLE_EQ(hf_model_from_config(c, "dir/config.json").config.rotary_base, 500000.0);
   c["rope_theta"] = 10000.0;  // both layouts, disagreeing
-  EXPECT_THAT(config_refusal(c), ::testing::HasSubstr("rope_theta differs from the top-level rope_theta"));
+  EXPECT_THAT(import_refusal(c), ::testing::HasSubstr("rope_theta differs from the top-level rope_theta"));
   c.erase("rope_theta");
   c["rope_parameters"]["mrope_section"] = {16, 24, 24};
-  EXPECT_THAT(config_refusal(c), ::testing::HasSubstr("mrope_section = [16,24,24] is not understood"));
+  EXPECT_THAT(import_refusal(c), ::testing::HasSubstr("mrope_section = [16,24,24] is not understood"));
 }
 
 TEST(HuggingFaceConfigKeys, Gpt2sNctxMustBeItsPositions) {
   nlohmann::json c = hub_gpt2();
   c["n_ctx"] = 32;
-  EXPECT_THAT(config_refusal(c), ::testing::HasSubstr("n_ctx = 32: differs from n_positions (64)"));
+  EXPECT_THAT(import_refusal(c), ::testing::HasSubstr("n_ctx = 32: differs from n_positions (64)"));
 }
 
 }  // namespace
