@@ -38,21 +38,27 @@ class CachedStep final : public Stepper {
         rows.push_back(int32_t(b * shortest + t));
       }
     }
-    const std::vector<float> all =
-        e_.model.decode(e_.backend, tokens, shortest, 0, cache_, rows, vocab);
     const int64_t per_seq = int64_t(rows.size()) / batch;
     logits_.resize(size_t(batch * vocab));
-    for (int64_t b = 0; b < batch; ++b) {
-      Sequence& s = seqs[size_t(b)];
-      for (int64_t t = 0; t + 1 < per_seq; ++t) {  // with logprobs: the prompt's own tokens
-        const auto row = std::span(all).subspan(size_t((b * per_seq + t) * vocab), size_t(vocab));
-        const int32_t token = s.tokens[size_t(t + 1)];
-        s.logprobs.push_back(log_probability(row, token));
-        if (top_logprobs > 0) s.top_logprobs.push_back(top_log_probabilities(row, top_logprobs));
-      }
-      std::copy_n(all.begin() + (b * per_seq + per_seq - 1) * vocab, vocab,
-                  logits_.begin() + b * vocab);
-    }
+    // Rows arrive a chunk at a time, in order (b * per_seq + t): each prompt row is reduced to
+    // its token's log-probability at once and only each sequence's last row is kept, so a
+    // request scoring many long prompts never holds their whole-vocabulary logits.
+    e_.model.decode_by_chunk(
+        e_.backend, tokens, shortest, 0, cache_, rows, vocab,
+        [&](int64_t first, std::span<const float> chunk) {
+          const int64_t count = int64_t(chunk.size()) / vocab;
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t b = (first + i) / per_seq, t = (first + i) % per_seq;
+            const auto row = chunk.subspan(size_t(i * vocab), size_t(vocab));
+            if (t + 1 == per_seq) {
+              std::copy(row.begin(), row.end(), logits_.begin() + b * vocab);
+              continue;
+            }
+            Sequence& s = seqs[size_t(b)];  // with logprobs: the prompt's own tokens
+            s.logprobs.push_back(log_probability(row, s.tokens[size_t(t + 1)]));
+            if (top_logprobs > 0) s.top_logprobs.push_back(top_log_probabilities(row, top_logprobs));
+          }
+        });
     pos_ = shortest;
     pending_ = true;
     stats_.prefill_tokens += batch * shortest;

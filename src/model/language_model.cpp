@@ -359,6 +359,18 @@ std::vector<float> LanguageModel::decode(tensor::Backend& b, const std::vector<i
                                          int64_t seq, int64_t start, KvCache& cache,
                                          const std::vector<int32_t>& logit_rows,
                                          int64_t vocab) const {
+  std::vector<float> out(logit_rows.size() * size_t(vocab));
+  decode_by_chunk(b, tokens, seq, start, cache, logit_rows, vocab,
+                  [&](int64_t first, std::span<const float> chunk) {
+                    std::copy(chunk.begin(), chunk.end(), out.begin() + first * vocab);
+                  });
+  return out;
+}
+
+void LanguageModel::decode_by_chunk(tensor::Backend& b, const std::vector<int32_t>& tokens,
+                                    int64_t seq, int64_t start, KvCache& cache,
+                                    const std::vector<int32_t>& logit_rows, int64_t vocab,
+                                    const LmHead::RowLogits& each, int64_t chunk_bytes) const {
   const int64_t rows = cache.batch * seq;
   if (int64_t(tokens.size()) != rows || start < 0 || start + seq > cache.capacity ||
       cache.layers.size() != blocks_[0].size()) {
@@ -379,7 +391,7 @@ std::vector<float> LanguageModel::decode(tensor::Backend& b, const std::vector<i
   const Tensor y = final_norm_->forward(b, x, norm);
   Tensor picked = b.empty({int64_t(logit_rows.size())}, tensor::DType::I32);
   b.write(picked, logit_rows.data());
-  return lm_head_->logits(b, y, picked, vocab);
+  lm_head_->logits_by_chunk(b, y, picked, vocab, each, chunk_bytes);
 }
 
 }  // namespace megatron::model

@@ -99,6 +99,12 @@ class LanguageModel {
   std::vector<float> decode(tensor::Backend& backend, const std::vector<int32_t>& tokens,
                             int64_t seq, int64_t start, KvCache& cache,
                             const std::vector<int32_t>& logit_rows, int64_t vocab) const;
+  // The same, handing the logits to `each` a chunk of rows at a time (LmHead::logits_by_chunk):
+  // what a prompt's log-probabilities need without its whole [rows, vocab] block.
+  void decode_by_chunk(tensor::Backend& backend, const std::vector<int32_t>& tokens, int64_t seq,
+                       int64_t start, KvCache& cache, const std::vector<int32_t>& logit_rows,
+                       int64_t vocab, const LmHead::RowLogits& each,
+                       int64_t chunk_bytes = LmHead::kLogitChunkBytes) const;
 
  private:
   // backend null: a ShapesOnly parameter set (describe).

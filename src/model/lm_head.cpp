@@ -99,38 +99,55 @@ void LmHead::score(tensor::Backend& b, const Tensor& features, HeadOutputs& o) c
 
 std::vector<float> LmHead::logits(tensor::Backend& b, const Tensor& x, const Tensor& rows,
                                   int64_t vocab) const {
-  const int64_t n = rows.numel();
-  Tensor features = b.empty({n, x.dim(1)}, x.dtype());
-  b.embedding_forward(rows, x, features);  // a gather of rows
-  if (dense_) {
-    Tensor dense = dense_->forward(b, features);
-    Tensor act = b.empty(dense.shape(), dense.dtype());
-    b.gelu_forward(dense, act, false);
-    Norm::Saved saved;
-    features = norm_->forward(b, act, saved);
-  }
-  const int64_t shard = output_.value.dim(0);
-  Tensor mine = b.empty({n, shard}, DType::F32);
-  b.gemm(features, false, output_.value, true, mine);
-  if (bias_) {
-    Tensor bias = b.empty({shard}, DType::F32);
-    b.copy(bias_->value, bias);
-    b.bias_add(mine, bias);
-  }
-  Tensor all = mine;
-  if (tp_.active()) {
-    all = b.empty({tp_.size * n * shard}, DType::F32);
-    tp_.group->all_gather(mine, all);
-  }
-  const std::vector<float> gathered = tensor::to_floats(b, all);  // [tp][n][shard]
-  std::vector<float> out(size_t(n * vocab));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t r = 0; r < tp_.size; ++r) {
-      const int64_t first = r * shard, count = std::clamp<int64_t>(vocab - first, 0, shard);
-      std::copy_n(gathered.begin() + (r * n + i) * shard, count, out.begin() + i * vocab + first);
-    }
-  }
+  std::vector<float> out(size_t(rows.numel() * vocab));
+  logits_by_chunk(b, x, rows, vocab, [&](int64_t first, std::span<const float> chunk) {
+    std::copy(chunk.begin(), chunk.end(), out.begin() + first * vocab);
+  });
   return out;
+}
+
+void LmHead::logits_by_chunk(tensor::Backend& b, const Tensor& x, const Tensor& rows,
+                             int64_t vocab, const RowLogits& each, int64_t chunk_bytes) const {
+  const int64_t n = rows.numel(), shard = output_.value.dim(0);
+  // Rows per chunk from the widest block a chunk makes: the gathered shards, or the vocabulary.
+  const int64_t width = std::max(tp_.size * shard, vocab);
+  const int64_t chunk = std::clamp<int64_t>(chunk_bytes / (4 * width), 1, std::max<int64_t>(n, 1));
+  Tensor bias;
+  if (bias_) {
+    bias = b.empty({shard}, DType::F32);
+    b.copy(bias_->value, bias);
+  }
+  std::vector<float> out;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t count = std::min(chunk, n - begin);
+    Tensor features = b.empty({count, x.dim(1)}, x.dtype());
+    b.embedding_forward(rows.slice(begin, begin + count), x, features);  // a gather of rows
+    if (dense_) {
+      Tensor dense = dense_->forward(b, features);
+      Tensor act = b.empty(dense.shape(), dense.dtype());
+      b.gelu_forward(dense, act, false);
+      Norm::Saved saved;
+      features = norm_->forward(b, act, saved);
+    }
+    Tensor mine = b.empty({count, shard}, DType::F32);
+    b.gemm(features, false, output_.value, true, mine);
+    if (bias_) b.bias_add(mine, bias);
+    Tensor all = mine;
+    if (tp_.active()) {
+      all = b.empty({tp_.size * count * shard}, DType::F32);
+      tp_.group->all_gather(mine, all);
+    }
+    const std::vector<float> gathered = tensor::to_floats(b, all);  // [tp][count][shard]
+    out.assign(size_t(count * vocab), 0.0f);
+    for (int64_t i = 0; i < count; ++i) {
+      for (int64_t r = 0; r < tp_.size; ++r) {
+        const int64_t first = r * shard, columns = std::clamp<int64_t>(vocab - first, 0, shard);
+        std::copy_n(gathered.begin() + (r * count + i) * shard, columns,
+                    out.begin() + i * vocab + first);
+      }
+    }
+    each(begin, out);
+  }
 }
 
 void LmHead::forward(const Pass& pass, const Batch& batch, const Tensor& x, LmHeadSaved* saved,

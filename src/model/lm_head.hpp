@@ -3,7 +3,9 @@
 // the cross-entropy over the whole vocabulary, with its backward.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/batch.hpp"
@@ -44,6 +46,14 @@ class LmHead {
   // tensor-parallel rank getting all of them (the shards are all-gathered).
   std::vector<float> logits(tensor::Backend& backend, const tensor::Tensor& x,
                             const tensor::Tensor& rows, int64_t vocab) const;
+  // The same logits a chunk of rows at a time (at most kLogitChunkBytes of them each), handed to
+  // `each` as (index of the chunk's first row in `rows`, f32 [chunk rows, vocab]) in order: a
+  // caller that reduces each row (a log-probability) never holds the whole [n, vocab] block.
+  using RowLogits = std::function<void(int64_t first, std::span<const float> logits)>;
+  static constexpr int64_t kLogitChunkBytes = int64_t{64} << 20;
+  void logits_by_chunk(tensor::Backend& backend, const tensor::Tensor& x,
+                       const tensor::Tensor& rows, int64_t vocab, const RowLogits& each,
+                       int64_t chunk_bytes = kLogitChunkBytes) const;
   // Starts from sum_i token_grad * loss_mask_i * loss_i; consumes `saved`; returns dx. After a
   // fused forward the loss's gradient is already in `saved` and `token_grad` is not read.
   tensor::Tensor backward(const Pass& pass, const Batch& batch, LmHeadSaved& saved,

@@ -84,5 +84,38 @@ TEST(KvCacheDecode, RefusesAModelThatIsNotCausal) {
   EXPECT_THROW(m.make_cache(b, 1, 4), std::logic_error);
 }
 
+// A prompt's log-probabilities take the logits a chunk of rows at a time: the chunks come in
+// order, each within its byte budget, and together they are decode's whole block.
+TEST(KvCache, LogitsByChunkArriveInOrderWithinTheBudgetAndMakeTheWholeBlock) {
+  const ModelConfig c = test_support::tiny_gpt_config();
+  tensor::CpuBackend b(1);
+  LanguageModel m(b, c);
+  m.initialise(3);
+  const Batch batch = test_support::tiny_batch(b, c, 2);
+  const std::vector<int32_t> tokens = tokens_of(b, batch);
+  std::vector<int32_t> rows(size_t(batch.rows()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = int32_t(i);
+  KvCache whole_cache = m.make_cache(b, batch.batch, batch.seq);
+  const std::vector<float> whole = m.decode(b, tokens, batch.seq, 0, whole_cache, rows, c.vocab);
+  // A budget of three rows of the padded vocabulary (the widest block a chunk makes).
+  const int64_t budget = 3 * 4 * c.padded_vocab;
+  std::vector<float> joined;
+  std::vector<int64_t> firsts;
+  KvCache cache = m.make_cache(b, batch.batch, batch.seq);
+  m.decode_by_chunk(b, tokens, batch.seq, 0, cache, rows, c.vocab,
+                    [&](int64_t first, std::span<const float> chunk) {
+                      EXPECT_EQ(first * c.vocab, int64_t(joined.size()));
+                      EXPECT_LE(int64_t(chunk.size()), 3 * c.vocab);
+                      firsts.push_back(first);
+                      joined.insert(joined.end(), chunk.begin(), chunk.end());
+                    },
+                    budget);
+  EXPECT_EQ(firsts.size(), size_t((batch.rows() + 2) / 3));
+  ASSERT_EQ(joined.size(), whole.size());
+  // The same f32 dot products; a GEMM of 3 rows may block them differently from one of all the
+  // rows (OpenBLAS picks kernels by shape): the last bits of logits ~1, so 1e-6.
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(joined[i], whole[i], 1e-6) << "element " << i;
+}
+
 }  // namespace
 }  // namespace megatron::model
