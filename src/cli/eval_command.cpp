@@ -2,6 +2,9 @@
 // --data FILE [--json OUT] [--nproc N] [overrides]`: the flags, checked and turned into an
 // eval::EvalJob (src/eval/eval_job.hpp), which scores the checkpoint.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <optional>
 #include <string>
@@ -15,6 +18,7 @@
 #include "core/error.hpp"
 #include "eval/eval_job.hpp"
 #include "eval/task_run.hpp"
+#include "recipe/eval_tasks.hpp"
 #include "generate/sampling.hpp"
 #include "launch/local_job.hpp"
 
@@ -71,6 +75,17 @@ std::optional<eval::TaskSpec> task_of(const EvalArgs& a) {
     return std::nullopt;
   }
   if (a.data.empty()) throw UserError("--task " + a.task + " needs --data (the task's file)");
+  // A flag another task reads would be ignored here: refused as eval.tasks refuses its key.
+  for (const CLI::Option* o : a.task_flags) {
+    if (o->count() == 0) continue;
+    std::string key = o->get_name().substr(o->get_name().find_first_not_of('-'));
+    std::replace(key.begin(), key.end(), '-', '_');
+    const std::vector<std::string> takers = recipe::tasks_taking(key);
+    if (!takers.empty() && std::find(takers.begin(), takers.end(), a.task) == takers.end()) {
+      throw UserError(fmt::format("{}: only {} takes it, and --task is {}: drop it", o->get_name(),
+                                  fmt::join(takers, " and "), a.task));
+    }
+  }
   return eval::TaskSpec{.task = a.task,
                         .data = a.data,
                         .field = a.field,

@@ -185,6 +185,11 @@ std::string render_tasks(const std::vector<EvalTask>& tasks) {
 
 }  // namespace
 
+std::vector<std::string> tasks_taking(std::string_view key) {
+  const auto known = std::find_if(kKeys.begin(), kKeys.end(), [&](const auto& k) { return k.first == key; });
+  return known == kKeys.end() ? std::vector<std::string>{} : known->second;
+}
+
 FieldSpec eval_tasks_field() {
   FieldSpec f;
   f.section = "eval";

@@ -102,6 +102,23 @@ TEST(EvalCli, BadTaskFilesAreOneLineNamingFileLineAndField) {
   }
 }
 
+// eval.tasks refuses a key its task does not read; the flags of --task are held to the same.
+TEST(EvalCli, AFlagOfAnotherTaskIsRefusedNotIgnored) {
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--task perplexity --choices-field options",
+            "--choices-field: only multiple-choice takes it, and --task is perplexity: drop it"},
+           {"--task cloze --stride 8", "--stride: only perplexity takes it, and --task is cloze"},
+           {"--task multiple-choice --max-tokens 4",
+            "--max-tokens: only generation takes it, and --task is multiple-choice"},
+           {"--task generation --field body",
+            "--field: only perplexity and cloze takes it, and --task is generation"}}) {
+    const CommandResult r = run_megatron("eval " + checkpoint().string() + " " + flags +
+                                         " --data tasks.jsonl" + kGpt2);
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_NE(r.err.find(says), std::string::npos) << flags << ": " << r.err;
+  }
+}
+
 TEST(EvalCli, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
   test_support::TempDir dir;
   const std::string docs = dir.write("d.jsonl", "{\"text\": \"a b c d\"}\n").string();
