@@ -196,7 +196,7 @@ void add_run_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--profile-ranks", args->profile_ranks,
                   "Global ranks that profile, comma-separated (logging.profile_ranks; default 0)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   cmd->add_flag("--force", args->force,
                 "Write into a run directory that holds an earlier run's metrics (appending to "
                 "metrics.jsonl) although this run does not resume from its checkpoint");

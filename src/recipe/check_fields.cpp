@@ -101,6 +101,10 @@ void check_fields(const Recipe& r, const Locator& where) {
                         "least {}",
                         l.profile_step_end, l.profile_step_start, l.profile_step_start,
                         l.profile_step_start + 1));
+  if (l.profile && l.profile_ranks.empty())
+    fail_at(where.at("logging.profile_ranks"),
+            "logging.profile_ranks is empty, so no rank would profile: list at least one rank "
+            "(e.g. [0]) or set logging.profile to false");
   const auto& t = r.training;
   int lengths = int(t.train_iters.has_value()) + int(t.train_samples.has_value()) +
                 int(t.train_tokens.has_value());

@@ -95,6 +95,13 @@ TEST(ProfileCommand, ARankOutsideTheWorldIsRefused) {
             std::string::npos) << r.err;
 }
 
+TEST(ProfileCommand, ANegativeRankIsRefusedByTheFlag) {
+  const auto r = run_megatron("run --threads 1 " + kSmall + "--profile-ranks=-1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--profile-ranks: Value -1 not in range 0 to 1000000"), std::string::npos)
+      << r.err;
+}
+
 TEST(ProfileCommand, AStartAfterTheLastIterationIsRefused) {
   const auto r = run_megatron("run --threads 1 " + kSmall + "--profile");  // default 10:12, 4 iterations
   EXPECT_EQ(r.exit_code, 2);

@@ -171,5 +171,12 @@ TEST_F(RecipeTest, FinetuneKeysOfAnotherFormatOrWithoutDataAreRefused) {
   EXPECT_EQ(ok.derived.classes, 0);  // a language model, not a classifier
 }
 
+TEST_F(RecipeTest, AProfileOfNoRankIsRefused) {
+  EXPECT_EQ(error_of(kMinimalRecipe, {"logging.profile=true", "logging.profile_ranks=[]"}),
+            "override 'logging.profile_ranks=[]': logging.profile_ranks is empty, so no rank "
+            "would profile: list at least one rank (e.g. [0]) or set logging.profile to false");
+  EXPECT_EQ(error_of(kMinimalRecipe, {"logging.profile_ranks=[]"}), "");  // not profiling
+}
+
 }  // namespace
 }  // namespace megatron::recipe
