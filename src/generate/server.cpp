@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "dist/broadcast_text.hpp"
 #include "dist/watchdog.hpp"
 #include "generate/api.hpp"
 #include "tensor/cpu_backend.hpp"
@@ -47,25 +48,12 @@ class Channel {
   // Rank 0: sends; the others: receive. Returns the message and its text.
   std::pair<Message, std::string> exchange(Message kind, const std::string& text) {
     if (!world_) return {kind, text};
-    tensor::Tensor header = cpu_.empty({2}, tensor::DType::I64);
-    int64_t values[2] = {int64_t(kind), int64_t(text.size())};
-    if (world_->rank() == 0) cpu_.write(header, values);
+    tensor::Tensor header = cpu_.empty({1}, tensor::DType::I64);
+    int64_t value = int64_t(kind);
+    if (world_->rank() == 0) cpu_.write(header, &value);
     world_->broadcast(header, 0);
-    cpu_.read(header, values);
-    std::string out(size_t(values[1]), '\0');
-    if (values[1] > 0) {
-      tensor::Tensor bytes = cpu_.zeros({(values[1] + 3) / 4}, tensor::DType::I32);
-      if (world_->rank() == 0) {
-        std::vector<char> padded(size_t(bytes.bytes()), '\0');
-        std::copy(text.begin(), text.end(), padded.begin());
-        cpu_.write(bytes, padded.data());
-      }
-      world_->broadcast(bytes, 0);
-      std::vector<char> received(size_t(bytes.bytes()));
-      cpu_.read(bytes, received.data());
-      out.assign(received.data(), size_t(values[1]));
-    }
-    return {Message(values[0]), out};
+    cpu_.read(header, &value);
+    return {Message(value), dist::broadcast_text(*world_, cpu_, text, 0)};
   }
 
  private:

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "dist/broadcast_text.hpp"
 #include "dist/fault_injection.hpp"
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
@@ -153,23 +154,10 @@ std::optional<double> accuracy_of(const RunContext& run, const StepLosses& losse
 }
 
 // Rank 0's run directory on every rank: profiled ranks other than 0 write there too. Every rank
-// calls it (a broadcast); the path travels as one int per byte.
+// calls it (a broadcast).
 std::filesystem::path shared_run_dir(const RunContext& run) {
   if (run.groups.world->size() == 1) return run.run_dir;
-  constexpr int64_t kMaxPath = 4096;
-  std::vector<int32_t> words(size_t(kMaxPath + 1), 0);
-  if (run.rank0()) {
-    const std::string path = run.run_dir.string();
-    if (int64_t(path.size()) > kMaxPath) throw UserError("the run directory's path is too long: " + path);
-    words[0] = int32_t(path.size());
-    for (size_t i = 0; i < path.size(); ++i) words[i + 1] = static_cast<unsigned char>(path[i]);
-  }
-  tensor::Tensor t = tensor::from_ints(*run.backend, words, {kMaxPath + 1});
-  run.groups.world->broadcast(t, 0);
-  words = tensor::to_ints(*run.backend, t);
-  std::string path(size_t(std::clamp<int32_t>(words[0], 0, int32_t(kMaxPath))), '\0');
-  for (size_t i = 0; i < path.size(); ++i) path[i] = char(words[i + 1]);
-  return path;
+  return dist::broadcast_text(*run.groups.world, *run.backend, run.run_dir.string(), 0);
 }
 
 // The profiled iterations' per-op table on the log, and as JSON and a Chrome trace in the run

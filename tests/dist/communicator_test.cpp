@@ -2,6 +2,7 @@
 // every rank runs every test, and each test checks what its own rank received.
 #include <gtest/gtest.h>
 
+#include "dist/broadcast_text.hpp"
 #include "dist/launcher.hpp"
 #include "mpi_world.hpp"
 #include "tensor/cpu_backend.hpp"
@@ -27,6 +28,17 @@ TEST_F(CommunicatorTest, TheWorldMatchesWhatTheLauncherSaid) {
   EXPECT_EQ(info.rank, rank);
   EXPECT_EQ(info.world_size, size);
   EXPECT_GE(size, 2) << "run these tests under mpiexec with several ranks";
+}
+
+// Text of any length (none, not a multiple of four bytes, bytes past ASCII and NUL) arrives
+// whole from the root, whatever the others passed.
+TEST_F(CommunicatorTest, BroadcastTextGivesEveryRankTheRootsTextWhole) {
+  const int root = size - 1;
+  for (const std::string& text : {std::string(), std::string("runs/gpt/20261207-1200"),
+                                  std::string("a\0b\xff\xc3\xa9", 6), std::string(70001, 'x')}) {
+    const std::string mine = rank == root ? text : std::string("ignored on rank ") + std::to_string(rank);
+    EXPECT_EQ(broadcast_text(*comm, backend, mine, root), text) << "length " << text.size();
+  }
 }
 
 TEST_F(CommunicatorTest, AllReduceSumsOverEveryRank) {
