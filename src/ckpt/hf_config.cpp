@@ -132,9 +132,10 @@ class Keys {
  private:
   // What transformers' PretrainedConfig writes into every config.json: names, token ids,
   // generation defaults, task heads and bookkeeping, none of which changes the network's function.
+  // Not auto_map: it points transformers at the model's own code, which may compute anything.
   static bool is_metadata(std::string_view key) {
     static constexpr std::string_view kMetadata[] = {
-        "_name_or_path", "architectures", "auto_map", "model_type", "transformers_version",
+        "_name_or_path", "architectures", "model_type", "transformers_version",
         "torch_dtype", "dtype", "use_cache", "return_dict", "output_hidden_states",
         "output_attentions", "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads",
         "chunk_size_feed_forward", "is_decoder", "bos_token_id", "eos_token_id", "pad_token_id",

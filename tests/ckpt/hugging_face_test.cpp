@@ -742,6 +742,10 @@ TEST(HuggingFaceConfigKeys, AnUnknownKeyIsRefusedWithItsNameAndValue) {
             "dir/config.json: sliding_window = 4096 is not understood by the import, and it may "
             "change what the model computes: the import refuses rather than drop it (if it does "
             "not change the model, remove it from config.json)");
+  // The model's own code (trust_remote_code) may compute anything under a known model_type.
+  nlohmann::json custom = hub_llama();
+  custom["auto_map"] = {{"AutoModelForCausalLM", "modeling_custom.CustomLlama"}};
+  EXPECT_THAT(import_refusal(custom), ::testing::HasSubstr("auto_map = {\"AutoModelForCausalLM\""));
   nlohmann::json g = hub_gpt2();
   g["scale_attn_by_inverse_layer_idx"] = true;
   EXPECT_THAT(import_refusal(g), ::testing::HasSubstr("scale_attn_by_inverse_layer_idx = true is not supported"));
