@@ -1,6 +1,7 @@
 // `megatron serve CHECKPOINT [--port 5000] [--host 0.0.0.0] [--nproc N]`: the checkpoint's model
 // behind generate::serve (Megatron's `PUT /api`, OpenAI's `POST /v1/completions`); SIGINT or
 // SIGTERM stops the server after the request in hand.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -16,6 +17,7 @@ namespace {
 struct ServeArgs {
   ModelArgs model;
   generate::ServeOptions options;
+  bool api_key_given = false;  // --api-key or MEGATRON_API_KEY, even if empty
 };
 
 void run_serve(ServeArgs a) {
@@ -23,6 +25,11 @@ void run_serve(ServeArgs a) {
   if (a.options.host.empty()) {
     throw UserError("--host is empty: give the address to listen on (0.0.0.0 to listen on every "
                     "interface, 127.0.0.1 for this machine only)");
+  }
+  // An empty key (`--api-key "$KEY"` with KEY unset) would silently serve everyone.
+  if (a.api_key_given && a.options.api_key.empty()) {
+    throw UserError("--api-key (or MEGATRON_API_KEY) is empty: give the key, or leave both out "
+                    "to serve without one");
   }
   // A key that cannot travel in a header line would lock every client out.
   for (const unsigned char ch : a.options.api_key) {
@@ -63,7 +70,11 @@ void add_serve_command(CLI::App& app, Actions& actions) {
                   "Require `Authorization: Bearer KEY` on every request but GET /health (401 "
                   "otherwise); prefer the environment variable, which other users' ps cannot see")
       ->envname("MEGATRON_API_KEY");
-  actions.emplace_back(cmd, [args] { run_serve(*args); });
+  actions.emplace_back(cmd, [args, cmd] {
+    args->api_key_given = cmd->get_option("--api-key")->count() > 0 ||
+                          std::getenv("MEGATRON_API_KEY") != nullptr;
+    run_serve(*args);
+  });
 }
 
 }  // namespace megatron::cli

@@ -241,6 +241,16 @@ TEST(ServeCli, WithAnApiKeyOnlyRequestsBearingItAreServedAndHealthIsOpen) {
   EXPECT_EQ(json::parse(health->body)["status"], "ok");
 }
 
+TEST(ServeCli, AnEmptyApiKeyIsRefusedRatherThanServingEveryone) {
+  for (const std::string& how : {std::string("--api-key ''"), std::string("")}) {
+    const auto r = run_megatron_with_env(how.empty() ? "MEGATRON_API_KEY=" : "",
+                                         "serve " + checkpoint().string() + kGpt2 +
+                                             " --threads 1 --port 0 " + how);
+    EXPECT_EQ(r.exit_code, 2) << how;
+    EXPECT_NE(r.err.find("--api-key (or MEGATRON_API_KEY) is empty"), std::string::npos) << r.err;
+  }
+}
+
 TEST(ServeCli, AnApiKeyWithASpaceIsRefusedBeforeTheServerStarts) {
   const auto r = run_megatron("serve " + checkpoint().string() + kGpt2 +
                               " --threads 1 --port 0 --api-key 'two words'");
