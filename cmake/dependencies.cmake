@@ -14,6 +14,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+# tokenizer.json's Split and Replace patterns: PCRE2 (Unicode properties, look-ahead). Not
+# Oniguruma, which `tokenizers` uses: Debian's libonig exports regcomp/regexec under the POSIX
+# names and would take them over from glibc for the whole process.
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # Checkpoints: Debian's serial HDF5 (libhdf5-dev), 1.10 or later for virtual datasets.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5>=1.10)
 # `megatron serve`: Debian's cpp-httplib (libcpp-httplib-dev), a compiled library.

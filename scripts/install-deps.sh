@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
-  libutf8proc-dev libsimdjson-dev libzstd-dev zlib1g-dev libsentencepiece-dev
+  libutf8proc-dev libsimdjson-dev libzstd-dev zlib1g-dev libsentencepiece-dev libpcre2-dev
   libhdf5-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin libcpp-httplib-dev
 )
 if [[ "${1:-}" == "--test" ]]; then

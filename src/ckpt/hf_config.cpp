@@ -314,6 +314,48 @@ model::ModelConfig llama_from(const Keys& k) {
   return c;
 }
 
+// Qwen2 / Qwen2.5: Llama with biases on the query, key and value projections. Sliding-window
+// attention is off in every released Qwen2 (use_sliding_window false, so sliding_window and
+// max_window_layers act on nothing); a config that turns it on is refused.
+model::ModelConfig qwen2_from(const Keys& k) {
+  model::ModelConfig c;
+  c.num_layers = k.size("num_hidden_layers", kMaxLayers);
+  c.hidden = k.size("hidden_size", kMaxHidden);
+  c.heads = k.size("num_attention_heads", kMaxHeads);
+  c.groups = k.size("num_key_value_heads", c.heads, c.heads);
+  if (c.heads % c.groups != 0) k.bad("num_key_value_heads", "must divide num_attention_heads");
+  if (!k.has("head_dim") && c.hidden % c.heads != 0) k.bad("num_attention_heads", "must divide hidden_size");
+  c.head_dim = k.size("head_dim", kMaxHeadDim, c.hidden / c.heads);
+  c.ffn = k.size("intermediate_size", kMaxFfn);
+  c.vocab = k.size("vocab_size", kMaxVocab);
+  c.max_positions = k.size("max_position_embeddings", kMaxPositions, 32768);
+  c.position = PositionEmbedding::Rotary;
+  c.rotary_base = rotary_base_of(k);
+  c.rotary_percent = 1.0;
+  c.norm = Norm::RmsNorm;
+  c.norm_eps = k.real("rms_norm_eps", 1e-6, positive, "a positive number");
+  c.activation = Activation::Swiglu;
+  c.tie_embeddings = k.get<bool>("tie_word_embeddings", false);
+  c.linear_bias = false;
+  c.qkv_bias = true;
+  c.hidden_dropout = 0.0;
+  c.attention_dropout = k.real("attention_dropout", 0.0, probability, "a probability in [0, 1)");
+  c.init_std = k.real("initializer_range", 0.02, non_negative, "a number >= 0");
+  k.neutral("hidden_act", "silu");
+  k.neutral("use_sliding_window", false);
+  k.neutral("use_mrope", false);  // Qwen2.5's configs carry it; true is Qwen2-VL's rotary
+  if (k.has("layer_types")) {
+    const nlohmann::json& types = k.raw("layer_types");
+    if (!types.is_array()) k.bad("layer_types", "expected a list");
+    for (const auto& t : types) {
+      if (t != "full_attention") k.bad("layer_types", "only full_attention layers import (sliding windows do not yet)");
+    }
+  }
+  // Read only when use_sliding_window is true, which the line above refuses.
+  k.refuse_unread({"sliding_window", "max_window_layers"});
+  return c;
+}
+
 // T5 v1.1 (and flan-t5): gated-gelu, relative positions, RMS norms, no biases, untied head.
 // The original T5's ReLU MLP and its tied head (which rescales the decoder output by
 // d_model^-0.5) have no counterpart here.
@@ -428,7 +470,8 @@ HfArch hf_architecture(const model::ModelConfig& c) {
          fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
     return a;
   }
-  const HfArch a = HfArch::Llama;
+  // Rotary, RMSNorm, SwiGLU: Llama, or Qwen2 when the query/key/value projections have biases.
+  const HfArch a = c.qkv_bias && !c.linear_bias ? HfArch::Qwen2 : HfArch::Llama;
   const char* why = "rotary position embeddings";
   need(c.rotary_percent == 1.0, "model.rotary_percent", fmt::format("{}", c.rotary_percent), a, why,
        "1.0");
@@ -437,7 +480,10 @@ HfArch hf_architecture(const model::ModelConfig& c) {
   need(c.activation == Activation::Swiglu, "model.activation", std::string(name_of(c.activation)),
        a, why, "swiglu");
   need(!c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "false");
-  need(!c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, why, "false");
+  if (a == HfArch::Qwen2) {
+    need(c.heads * c.head_dim == c.hidden, "model.kv_channels", std::to_string(c.head_dim), a,
+         "Qwen2's query/key/value biases", fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
+  }
   return a;
 }
 
@@ -496,6 +542,22 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["initializer_range"] = c.init_std;
     j["layer_norm_eps"] = c.norm_eps;
     j["position_embedding_type"] = "absolute";
+  } else if (arch == HfArch::Qwen2) {
+    j["model_type"] = "qwen2";
+    j["vocab_size"] = c.vocab;
+    j["hidden_size"] = c.hidden;
+    j["intermediate_size"] = c.ffn;
+    j["num_hidden_layers"] = c.num_layers;
+    j["num_attention_heads"] = c.heads;
+    j["num_key_value_heads"] = c.groups;
+    j["hidden_act"] = "silu";
+    j["max_position_embeddings"] = c.max_positions;
+    j["rms_norm_eps"] = c.norm_eps;
+    j["rope_theta"] = c.rotary_base;
+    j["rope_scaling"] = nullptr;
+    j["use_sliding_window"] = false;
+    j["attention_dropout"] = c.attention_dropout;
+    j["initializer_range"] = c.init_std;
   } else {
     j["model_type"] = "llama";
     j["vocab_size"] = c.vocab;
@@ -534,6 +596,9 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
   } else if (type == "llama") {
     m.arch = HfArch::Llama;
     m.config = llama_from(k);
+  } else if (type == "qwen2") {
+    m.arch = HfArch::Qwen2;
+    m.config = qwen2_from(k);
   } else if (type == "megatron-bert") {
     m.arch = HfArch::MegatronBert;
     m.config = megatron_bert_from(k);
@@ -542,7 +607,7 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
     m.config = t5_from(k, m.head_from_embedding);
   } else {
     throw UserError(fmt::format(
-        "{}: model_type \"{}\" cannot be imported (gpt2, llama, megatron-bert and t5 can)", where,
+        "{}: model_type \"{}\" cannot be imported (gpt2, llama, qwen2, megatron-bert and t5 can)", where,
         printable(type)));
   }
   model::ModelConfig& c = m.config;

@@ -12,6 +12,7 @@ std::string_view architecture_name(HfArch arch) {
   switch (arch) {
     case HfArch::Gpt2: return "GPT2LMHeadModel";
     case HfArch::Llama: return "LlamaForCausalLM";
+    case HfArch::Qwen2: return "Qwen2ForCausalLM";
     case HfArch::MegatronBert: return "MegatronBertForPreTraining";
     case HfArch::T5: return "T5ForConditionalGeneration";
   }
@@ -102,8 +103,9 @@ HfLayout gpt2(const model::ModelConfig& c) {
   return b.take();
 }
 
-HfLayout llama(const model::ModelConfig& c) {
-  Builder b(HfArch::Llama);
+// Llama, and Qwen2: Llama with biases on the query, key and value projections (not the output).
+HfLayout llama(HfArch arch, const model::ModelConfig& c) {
+  Builder b(arch);
   const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
   b.same("embedding.word_embeddings.weight", {c.padded_vocab, h}, Split::Rows,
          b.hf("model.embed_tokens.weight", {c.vocab, h}));
@@ -115,6 +117,13 @@ HfLayout llama(const model::ModelConfig& c) {
     const size_t vw = b.hf(t + "self_attn.v_proj.weight", {kv, h});
     b.add(m + "self_attention.linear_qkv.weight", {q + 2 * kv, h}, Split::Rows, 1,
           qkv_blocks(c, {qw, 0, q}, {kw, 0, kv}, {vw, 0, kv}));
+    if (c.qkv_bias) {
+      const size_t qb = b.hf(t + "self_attn.q_proj.bias", {q});
+      const size_t kb = b.hf(t + "self_attn.k_proj.bias", {kv});
+      const size_t vb = b.hf(t + "self_attn.v_proj.bias", {kv});
+      b.add(m + "self_attention.linear_qkv.bias", {q + 2 * kv}, Split::Rows, 1,
+            qkv_blocks(c, {qb, 0, q}, {kb, 0, kv}, {vb, 0, kv}));
+    }
     b.same(m + "self_attention.linear_proj.weight", {h, q}, Split::Columns,
            b.hf(t + "self_attn.o_proj.weight", {h, q}));
     b.same(m + "pre_mlp_layernorm.weight", {h}, Split::None,
@@ -262,7 +271,8 @@ HfLayout hf_layout(HfArch arch, const model::ModelConfig& c, bool head_from_embe
   switch (arch) {
     case HfArch::T5: return t5(c, head_from_embedding);
     case HfArch::Gpt2: return gpt2(c);
-    case HfArch::Llama: return llama(c);
+    case HfArch::Llama:
+    case HfArch::Qwen2: return llama(arch, c);
     case HfArch::MegatronBert: return megatron_bert(c);
   }
   return gpt2(c);

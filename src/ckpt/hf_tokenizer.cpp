@@ -63,6 +63,21 @@ void write_hf_tokenizer(const HfTokenizerFiles& f, const fs::path& dir, int64_t 
       config["legacy"] = true;
       special = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
       break;
+    case recipe::Tokenizer::HuggingFace: {
+      if (f.tokenizer_model.empty()) throw UserError("the Hugging Face tokenizer needs its tokenizer.json");
+      std::error_code ec;
+      const fs::path file = fs::is_directory(f.tokenizer_model, ec) ? fs::path(f.tokenizer_model) / "tokenizer.json"
+                                                                    : fs::path(f.tokenizer_model);
+      copy_as(file.string(), dir / "tokenizer.json");
+      // The tokenizer's own settings (special tokens, chat template) travel with it.
+      const fs::path own_config = file.parent_path() / "tokenizer_config.json";
+      if (fs::is_regular_file(own_config, ec)) {
+        copy_as(own_config.string(), dir / "tokenizer_config.json");
+        return;
+      }
+      config["tokenizer_class"] = "PreTrainedTokenizerFast";
+      break;
+    }
     case recipe::Tokenizer::Null:
       throw UserError("the model has no tokenizer to export");
   }
@@ -94,6 +109,11 @@ std::optional<HfTokenizerFiles> find_hf_tokenizer(const fs::path& dir) {
   std::error_code ec;
   const fs::path root = fs::absolute(dir, ec);
   const auto has = [&](const char* name) { return fs::is_regular_file(root / name, ec); };
+  // What AutoTokenizer loads first: the fast tokenizer's own file.
+  if (has("tokenizer.json")) {
+    return HfTokenizerFiles{.kind = recipe::Tokenizer::HuggingFace,
+                            .tokenizer_model = (root / "tokenizer.json").string()};
+  }
   if (has("vocab.json") && has("merges.txt")) {
     return HfTokenizerFiles{.kind = recipe::Tokenizer::Gpt2Bpe,
                             .vocab_file = (root / "vocab.json").string(),

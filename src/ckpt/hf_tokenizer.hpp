@@ -1,5 +1,5 @@
 // A Hugging Face model directory's tokenizer: the files `AutoTokenizer.from_pretrained` loads
-// (GPT-2's vocab.json and merges.txt, BERT's vocab.txt, SentencePiece's tokenizer.model, with
+// (tokenizer.json, GPT-2's vocab.json and merges.txt, BERT's vocab.txt, SentencePiece's tokenizer.model, with
 // tokenizer_config.json and special_tokens_map.json) written beside an exported model, and
 // found again in a directory being imported.
 #pragma once
@@ -16,7 +16,7 @@ struct HfTokenizerFiles {
   recipe::Tokenizer kind = recipe::Tokenizer::Gpt2Bpe;
   std::string vocab_file;       // GPT-2 vocab.json, BERT vocab.txt
   std::string merge_file;       // GPT-2 merges.txt
-  std::string tokenizer_model;  // SentencePiece
+  std::string tokenizer_model;  // SentencePiece .model, or tokenizer.json
 };
 
 // Copies the files into `dir` under Hugging Face's names and writes the two JSON files.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/bpe_merge.hpp"
 #include "data/bpe_word_counts.hpp"
 
 namespace megatron::data {
@@ -15,14 +16,6 @@ namespace megatron::data {
 struct BpeTrainOptions {
   int64_t vocab_size = 0;     // tokens in all: 256 bytes + learned ones + "<|endoftext|>"
   int64_t min_frequency = 2;  // a pair seen fewer times than this is never merged
-};
-
-struct BpeMerge {
-  int32_t left = 0;
-  int32_t right = 0;
-  int32_t result = 0;  // the token whose bytes are left's then right's
-
-  bool operator==(const BpeMerge&) const = default;
 };
 
 struct BpeVocabulary {

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "data/bpe_merge.hpp"
 #include "data/gpt2_pretokenize.hpp"
 #include "data/byte_unicode.hpp"
 #include "data/unicode.hpp"
@@ -38,166 +39,6 @@ std::string read_file(const std::string& path, const char* what) {
   if (in.bad()) throw UserError("cannot read GPT-2 " + std::string(what) + " file '" + path + "'");
   return std::move(contents).str();
 }
-
-// The rank of each merge rule by the pair of token ids it joins. BPE asks for every adjacent
-// pair of a new word, so this is a flat open-addressing table: with a node-based map, the
-// modulo and pointer chase of each lookup were most of the cost of a word not yet cached.
-class MergeRanks {
- public:
-  static constexpr uint32_t kNone = UINT32_MAX;
-
-  // `pairs[rank]` is the pair of that rank; a pair listed twice keeps its later rank.
-  explicit MergeRanks(const std::vector<std::pair<int32_t, int32_t>>& pairs) {
-    std::size_t size = 1024;
-    while (size < 2 * pairs.size()) size *= 2;
-    slots_.assign(size, Slot{});
-    shift_ = 64 - std::countr_zero(size);
-    for (std::size_t rank = 0; rank < pairs.size(); ++rank) {
-      const uint64_t key = pack(pairs[rank].first, pairs[rank].second);
-      std::size_t i = home(key);
-      while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & (size - 1);
-      slots_[i] = {.key = key, .rank = static_cast<uint32_t>(rank)};
-    }
-  }
-
-  // The rank of merging `left` then `right`, or kNone.
-  uint32_t find(int32_t left, int32_t right) const {
-    const uint64_t key = pack(left, right);
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = home(key);; i = (i + 1) & mask) {
-      if (slots_[i].key == key) return slots_[i].rank;
-      if (slots_[i].key == kEmpty) return kNone;
-    }
-  }
-
- private:
-  static constexpr uint64_t kEmpty = UINT64_MAX;  // ids are never negative
-  struct Slot {
-    uint64_t key = kEmpty;
-    uint32_t rank = kNone;
-  };
-
-  static uint64_t pack(int32_t left, int32_t right) {
-    return uint64_t{static_cast<uint32_t>(left)} << 32 | static_cast<uint32_t>(right);
-  }
-  // Fibonacci hashing: the multiply spreads both halves into the top bits we keep.
-  std::size_t home(uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_);
-  }
-
-  std::vector<Slot> slots_;
-  int shift_ = 0;
-};
-
-// A hash of a short word, inline: std::hash's out-of-line call cost as much as the rest of a
-// cache lookup. Eight bytes at a time, then murmur3's finaliser.
-uint64_t hash_word(std::string_view word) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ word.size();
-  const char* p = word.data();
-  std::size_t n = word.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t chunk = 0;
-    std::memcpy(&chunk, p, 8);
-    h = (h ^ chunk) * 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 32;
-  }
-  uint64_t tail = 0;
-  for (std::size_t i = 0; i < n; ++i) tail |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  h = (h ^ tail) * 0xC4CEB9FE1A85EC53ULL;
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDULL;
-  return h ^ (h >> 33);
-}
-
-// Remembers the BPE of recent words (most text repeats a few thousand words), in flat arrays
-// so that a lookup allocates nothing. Bounded: when full it starts again empty.
-class WordCache {
- public:
-  static constexpr std::size_t kMaxWordBytes = 128;  // longer words are rare: not cached
-
-  // The ids of `word`, or nullptr (and count 0) when it is not cached.
-  const int32_t* find(std::string_view word, uint64_t hash, std::size_t& count) const {
-    count = 0;
-    if (slots_.empty()) return nullptr;
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
-      const Slot& slot = slots_[i];
-      if (slot.key_length == 0) return nullptr;
-      if (slot.hash == hash && slot.key_length == word.size() &&
-          std::memcmp(keys_.data() + slot.key_offset, word.data(), word.size()) == 0) {
-        count = slot.value_length;
-        return values_.data() + slot.value_offset;
-      }
-    }
-  }
-
-  void insert(std::string_view word, uint64_t hash, const int32_t* ids, std::size_t count) {
-    if (word.empty() || word.size() > kMaxWordBytes) return;
-    if ((size_ + 1) * 2 > slots_.size()) {
-      if (slots_.size() >= kMaxSlots) {
-        clear();
-      } else {
-        grow();
-      }
-    }
-    Slot slot{.hash = hash,
-              .key_offset = static_cast<uint32_t>(keys_.size()),
-              .value_offset = static_cast<uint32_t>(values_.size()),
-              .key_length = static_cast<uint16_t>(word.size()),
-              .value_length = static_cast<uint16_t>(count)};
-    keys_.append(word);
-    values_.insert(values_.end(), ids, ids + count);
-    place(slot);
-    ++size_;
-  }
-
-  void clear() {
-    std::fill(slots_.begin(), slots_.end(), Slot{});
-    keys_.clear();
-    values_.clear();
-    size_ = 0;
-  }
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t key_offset = 0;
-    uint32_t value_offset = 0;
-    uint16_t key_length = 0;  // 0 marks an empty slot: words are never empty
-    uint16_t value_length = 0;
-  };
-  // 2^16 words at most (half the slots): about 1.5 MiB of slots plus the words, per thread.
-  static constexpr std::size_t kMaxSlots = std::size_t{1} << 17;
-
-  void place(const Slot& slot) {
-    const std::size_t mask = slots_.size() - 1;
-    std::size_t i = slot.hash & mask;
-    while (slots_[i].key_length != 0) i = (i + 1) & mask;
-    slots_[i] = slot;
-  }
-
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
-    for (const Slot& slot : old) {
-      if (slot.key_length != 0) place(slot);
-    }
-  }
-
-  std::vector<Slot> slots_;
-  std::string keys_;
-  std::vector<int32_t> values_;
-  std::size_t size_ = 0;
-};
-
-// Working arrays for one word's BPE, reused from word to word.
-struct BpeScratch {
-  std::vector<int32_t> id;     // token at each byte position; -1 once merged into its left
-  std::vector<int32_t> next;   // next live position (word size at the end)
-  std::vector<int32_t> prev;   // previous live position (-1 at the start)
-  std::vector<uint64_t> heap;  // rank << 32 | position of each candidate pair, min first
-  std::vector<int32_t> batch;  // positions of the pairs merged in the current round
-};
 
 // What one thread keeps for the tokenizer it used last. encode() is const and called from
 // several threads at once; per-thread state needs no locks. Keyed by a serial number rather
@@ -221,12 +62,6 @@ class Gpt2Bpe final : public Tokenizer {
   const SpecialTokens& special_tokens() const override { return special_; }
 
  private:
-  struct Merge {
-    int32_t left;
-    int32_t right;
-    int32_t result;
-  };
-
   void load_vocab(const std::string& path, std::unordered_map<std::string, int32_t>& ids);
   void load_merges(const std::string& path, const std::string& vocab_path,
                    const std::unordered_map<std::string, int32_t>& ids);
@@ -239,7 +74,7 @@ class Gpt2Bpe final : public Tokenizer {
   std::string token_bytes_;                // every token's raw bytes, by id...
   std::vector<uint32_t> token_offset_;     // ...token id's bytes start at [id], end at [id+1]
   std::array<int32_t, 256> byte_token_{};  // the one-byte token of each byte
-  std::vector<Merge> merges_;              // by rank
+  std::vector<BpeMerge> merges_;              // by rank
   std::unique_ptr<MergeRanks> ranks_;
   SpecialTokens special_;
   uint64_t serial_ = next_serial.fetch_add(1);
@@ -345,14 +180,14 @@ void Gpt2Bpe::load_merges(const std::string& path, const std::string& vocab_path
     }
     const std::string_view left = line.substr(0, space);
     const std::string_view right = line.substr(space + 1);
-    const Merge merge{.left = find(left, line_number),
+    const BpeMerge merge{.left = find(left, line_number),
                       .right = find(right, line_number),
                       .result = find(std::string(left) + std::string(right), line_number)};
     merges_.push_back(merge);
   }
   std::vector<std::pair<int32_t, int32_t>> pairs;
   pairs.reserve(merges_.size());
-  for (const Merge& merge : merges_) pairs.emplace_back(merge.left, merge.right);
+  for (const BpeMerge& merge : merges_) pairs.emplace_back(merge.left, merge.right);
   // A repeated pair takes its later rank, as encoder.py's dict and Hugging Face do.
   ranks_ = std::make_unique<MergeRanks>(pairs);
 }
@@ -394,61 +229,10 @@ std::vector<int32_t> Gpt2Bpe::encode(std::string_view text) const {
   return out;
 }
 
-// encoder.py's loop: find the best-ranked adjacent pair, merge every occurrence of it left to
-// right, repeat. A heap of (rank, position) finds the best pair in O(log n) rather than a scan
-// of the word, which matters for long runs (a paragraph of CJK is one pre-token). Each round
-// pops every candidate of the best rank before merging, so pairs the round creates wait for
-// the next round exactly as in encoder.py. Stale candidates (a side already merged) are
-// skipped when popped: a position's token only ever grows, so a pair that still reads
-// (left, right) is still real.
 void Gpt2Bpe::bpe(std::string_view word, BpeScratch& s, std::vector<int32_t>& out) const {
-  const auto n = static_cast<int32_t>(word.size());
-  s.id.resize(n);
-  s.next.resize(n);
-  s.prev.resize(n);
-  s.heap.clear();
-  for (int32_t i = 0; i < n; ++i) {
-    s.id[i] = byte_token_[static_cast<unsigned char>(word[i])];
-    s.next[i] = i + 1;
-    s.prev[i] = i - 1;
-  }
-  auto push_pair = [&](int32_t pos) {
-    const int32_t right = s.next[pos];
-    if (right >= n) return;
-    const uint32_t rank = ranks_->find(s.id[pos], s.id[right]);
-    if (rank == MergeRanks::kNone) return;
-    s.heap.push_back(uint64_t{rank} << 32 | static_cast<uint32_t>(pos));
-    std::push_heap(s.heap.begin(), s.heap.end(), std::greater<>{});
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) push_pair(i);
-
-  while (!s.heap.empty()) {
-    const auto rank = static_cast<uint32_t>(s.heap.front() >> 32);
-    const Merge& merge = merges_[rank];
-    s.batch.clear();
-    // Equal ranks pop in position order: the round merges left to right.
-    while (!s.heap.empty() && static_cast<uint32_t>(s.heap.front() >> 32) == rank) {
-      std::pop_heap(s.heap.begin(), s.heap.end(), std::greater<>{});
-      const auto pos = static_cast<int32_t>(s.heap.back() & 0xFFFFFFFFu);
-      s.heap.pop_back();
-      const int32_t right = s.next[pos];
-      if (s.id[pos] != merge.left || right >= n || s.id[right] != merge.right) continue;
-      s.id[pos] = merge.result;
-      s.id[right] = -1;
-      s.next[pos] = s.next[right];
-      if (s.next[right] < n) s.prev[s.next[right]] = pos;
-      s.batch.push_back(pos);
-    }
-    int32_t previous_merged = -1;
-    for (const int32_t pos : s.batch) {
-      // The pair on the left of two neighbouring merges was already pushed as the right pair
-      // of the first.
-      if (s.prev[pos] >= 0 && s.prev[pos] != previous_merged) push_pair(s.prev[pos]);
-      push_pair(pos);
-      previous_merged = pos;
-    }
-  }
-  for (int32_t i = 0; i < n; i = s.next[i]) out.push_back(s.id[i]);
+  s.initial.resize(word.size());
+  for (std::size_t i = 0; i < word.size(); ++i) s.initial[i] = byte_token_[static_cast<unsigned char>(word[i])];
+  bpe_merge(s.initial, *ranks_, merges_, s, out);
 }
 
 void Gpt2Bpe::check_id(int32_t id) const {

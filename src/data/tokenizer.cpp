@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "data/gpt2_bpe.hpp"
+#include "data/hf_tokenizer.hpp"
 #include "data/sentencepiece.hpp"
 #include "data/wordpiece.hpp"
 
@@ -15,6 +16,7 @@ const char* name_of(TokenizerKind kind) {
     case TokenizerKind::BertWordPieceLowerCase: return "bert-wordpiece-lowercase";
     case TokenizerKind::BertWordPieceCased: return "bert-wordpiece-cased";
     case TokenizerKind::SentencePiece: return "sentencepiece";
+    case TokenizerKind::HuggingFace: return "huggingface";
     case TokenizerKind::Null: return "null";
   }
   return "?";
@@ -38,11 +40,13 @@ std::unique_ptr<Tokenizer> make_tokenizer(TokenizerKind kind, const TokenizerFil
       return load_wordpiece(require(files.vocab_file, "a vocab file (vocab.txt)", kind), false);
     case TokenizerKind::SentencePiece:
       return load_sentencepiece(require(files.tokenizer_model, "a tokenizer model (.model)", kind));
+    case TokenizerKind::HuggingFace:
+      return load_hf_tokenizer(require(files.tokenizer_model, "a tokenizer model (tokenizer.json or its directory)", kind));
     case TokenizerKind::Null:
       break;
   }
   throw UserError("the null tokenizer has no vocabulary to tokenize text with; choose "
-                  "gpt2-bpe, bert-wordpiece-lowercase, bert-wordpiece-cased or sentencepiece");
+                  "gpt2-bpe, bert-wordpiece-lowercase, bert-wordpiece-cased, sentencepiece or huggingface");
 }
 
 }  // namespace megatron::data

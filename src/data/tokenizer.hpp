@@ -41,7 +41,7 @@ class Tokenizer {
 struct TokenizerFiles {
   std::string vocab_file;       // vocab.json (GPT-2) or vocab.txt (BERT)
   std::string merge_file;       // merges.txt (GPT-2)
-  std::string tokenizer_model;  // SentencePiece .model
+  std::string tokenizer_model;  // SentencePiece .model, or tokenizer.json (or its directory)
 };
 
 // Throws UserError naming the missing or malformed file.

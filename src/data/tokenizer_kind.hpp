@@ -4,6 +4,13 @@
 
 namespace megatron::data {
 
-enum class TokenizerKind { Gpt2Bpe, BertWordPieceLowerCase, BertWordPieceCased, SentencePiece, Null };
+enum class TokenizerKind {
+  Gpt2Bpe,
+  BertWordPieceLowerCase,
+  BertWordPieceCased,
+  SentencePiece,
+  HuggingFace,  // tokenizer.json (Hugging Face `tokenizers`)
+  Null
+};
 
 }  // namespace megatron::data

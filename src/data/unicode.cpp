@@ -74,6 +74,22 @@ bool is_control(char32_t c) {
   return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF;
 }
 
+bool is_other(char32_t c) {
+  const auto k = category(c);
+  return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CS ||
+         k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CN;
+}
+
+bool is_mark(char32_t c) {
+  const auto k = category(c);
+  return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
+}
+
+bool is_word(char32_t c) {
+  return is_letter(c) || is_mark(c) || is_number(c) || category(c) == UTF8PROC_CATEGORY_PC ||
+         c == 0x200C || c == 0x200D;  // Join_Control
+}
+
 bool is_cjk(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
          (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
@@ -91,6 +107,23 @@ std::string nfd(std::string_view text) {
                               static_cast<utf8proc_ssize_t>(text.size()), &result,
                               static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE));
   if (n < 0) return std::string(text);  // invalid UTF-8: leave it as it is
+  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(result, &std::free);
+  return std::string(reinterpret_cast<const char*>(result), static_cast<std::size_t>(n));
+}
+
+std::string normalize(std::string_view text, NormalForm form) {
+  int options = UTF8PROC_STABLE;
+  switch (form) {
+    case NormalForm::Nfc: options |= UTF8PROC_COMPOSE; break;
+    case NormalForm::Nfd: options |= UTF8PROC_DECOMPOSE; break;
+    case NormalForm::Nfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::Nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+  }
+  utf8proc_uint8_t* result = nullptr;
+  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                              static_cast<utf8proc_ssize_t>(text.size()), &result,
+                              static_cast<utf8proc_option_t>(options));
+  if (n < 0) return std::string(text);
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(result, &std::free);
   return std::string(reinterpret_cast<const char*>(result), static_cast<std::size_t>(n));
 }

@@ -30,8 +30,17 @@ bool is_mark_nonspacing(char32_t c);  // Mn (accents after NFD)
 bool is_control(char32_t c);      // Cc / Cf
 bool is_cjk(char32_t c);          // CJK Unified Ideographs blocks, as BERT defines them
 
+bool is_other(char32_t c);        // general category C* (Cc, Cf, Cs, Co, Cn)
+bool is_mark(char32_t c);         // general category M* (Mn, Mc, Me)
+// \w as Unicode regex engines define it: letters, marks, numbers, connector punctuation.
+bool is_word(char32_t c);
+
 char32_t to_lower(char32_t c);
 // Canonical decomposition (NFD) of `text`.
 std::string nfd(std::string_view text);
+
+enum class NormalForm { Nfc, Nfd, Nfkc, Nfkd };
+// `text` (valid UTF-8) in the normal form.
+std::string normalize(std::string_view text, NormalForm form);
 
 }  // namespace megatron::data::unicode

@@ -112,11 +112,13 @@ const std::vector<EnumName<Tokenizer>>& enum_names() {
       {Tokenizer::BertWordPieceLowerCase, "bert-wordpiece-lowercase"},
       {Tokenizer::BertWordPieceCased, "bert-wordpiece-cased"},
       {Tokenizer::SentencePiece, "sentencepiece"},
+      {Tokenizer::HuggingFace, "huggingface"},
       {Tokenizer::Null, "null-tokenizer"},
       {Tokenizer::Gpt2Bpe, "GPT2BPETokenizer", false},
       {Tokenizer::BertWordPieceLowerCase, "BertWordPieceLowerCase", false},
       {Tokenizer::BertWordPieceCased, "BertWordPieceCase", false},
       {Tokenizer::SentencePiece, "SentencePieceTokenizer", false},
+      {Tokenizer::HuggingFace, "HuggingFaceTokenizer", false},
       {Tokenizer::Null, "NullTokenizer", false}};
   return names;
 }

@@ -572,7 +572,7 @@ class Translator {
       } else {
         throw UserError(fmt::format("--tokenizer-type {} has no counterpart here; recipes take "
                                     "GPT2BPETokenizer, BertWordPieceLowerCase, BertWordPieceCase, "
-                                    "SentencePieceTokenizer or NullTokenizer",
+                                    "SentencePieceTokenizer, HuggingFaceTokenizer or NullTokenizer",
                                     printable(type)));
       }
     } else {

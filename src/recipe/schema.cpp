@@ -312,7 +312,7 @@ std::vector<FieldSpec> data_fields() {
       d("vocab_file", &S::vocab_file, "Tokenizer vocabulary (vocab.json or vocab.txt).",
         derived("none")),
       d("merge_file", &S::merge_file, "GPT-2 BPE merges (merges.txt).", derived("none")),
-      d("tokenizer_model", &S::tokenizer_model, "SentencePiece model file.", derived("none")),
+      d("tokenizer_model", &S::tokenizer_model, "SentencePiece model file, or tokenizer.json (or the directory holding it) for huggingface.", derived("none")),
       d("num_workers", &S::num_workers, "Data-loading threads per rank.",
         up_to(kMaxThreads, kNonNegative)),
       d("mock", &S::mock, "Train on synthetic tokens (no dataset needed)."),

@@ -76,6 +76,8 @@ std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const TokenizerChoice& cho
         gpt2 ? "--vocab-file and --merge-file (e.g. data/tokenizers/gpt2/vocab.json and merges.txt)"
         : r.data.tokenizer == recipe::Tokenizer::SentencePiece
             ? "--tokenizer-model (the SentencePiece model it was trained with)"
+        : r.data.tokenizer == recipe::Tokenizer::HuggingFace
+            ? "--tokenizer-model (its tokenizer.json or the directory that holds it)"
             : "--vocab-file (e.g. data/tokenizers/bert-base-uncased/vocab.txt)"));
   }
   return load_tokenizer(t);

@@ -50,6 +50,9 @@ std::string no_data_message(const recipe::Recipe& r) {
       tokenizer = "--tokenizer gpt2-bpe --vocab-file data/tokenizers/gpt2/vocab.json --merge-file "
                   "data/tokenizers/gpt2/merges.txt --append-eod";
       break;
+    case recipe::Tokenizer::HuggingFace:
+      tokenizer = "--tokenizer huggingface --tokenizer-model DIR_OR_TOKENIZER.json --append-eod";
+      break;
     case recipe::Tokenizer::SentencePiece:
       tokenizer = "--tokenizer sentencepiece --tokenizer-model TOKENIZER.model (megatron tokenizer "
                   "train makes one) --append-eod";

@@ -184,7 +184,13 @@ Matrix llama_logits(const HfWeights& w, const model::ModelConfig& c,
         layer_norm(x, t, h, w.get(p + "input_layernorm.weight", h), nullptr, c.norm_eps);
     Matrix q = matmul(a, t, h, w.get(p + "self_attn.q_proj.weight", nh * d, h), nh * d, true);
     Matrix k = matmul(a, t, h, w.get(p + "self_attn.k_proj.weight", g * d, h), g * d, true);
-    const Matrix v = matmul(a, t, h, w.get(p + "self_attn.v_proj.weight", g * d, h), g * d, true);
+    Matrix v = matmul(a, t, h, w.get(p + "self_attn.v_proj.weight", g * d, h), g * d, true);
+    // Qwen2ForCausalLM: the same model with biases on q, k and v (before the rotation).
+    if (w.has(p + "self_attn.q_proj.bias")) {
+      add_bias(q, w.get(p + "self_attn.q_proj.bias", nh * d));
+      add_bias(k, w.get(p + "self_attn.k_proj.bias", g * d));
+      add_bias(v, w.get(p + "self_attn.v_proj.bias", g * d));
+    }
     rotate(q, t, nh, d, c.rotary_base);
     rotate(k, t, g, d, c.rotary_base);
     const Matrix o = matmul(attention(q, k, v, t, nh, g, d), t, nh * d,
@@ -474,6 +480,12 @@ TEST(HuggingFaceEngine, T5ImportComputesTransformersLogitsWhenGivenItsModel) {
 
 TEST(HuggingFaceEngine, LlamaImportWithGqaComputesLlamaForCausalLMsLogits) {
   expect_same_function(test_support::hf_tiny_llama());
+}
+
+TEST(HuggingFaceEngine, Qwen2ImportWithQkvBiasesComputesQwen2ForCausalLMsLogits) {
+  const model::ModelConfig c = test_support::hf_tiny_qwen2();
+  ASSERT_EQ(hf_architecture(c), HfArch::Qwen2);
+  expect_same_function(c);
 }
 
 }  // namespace

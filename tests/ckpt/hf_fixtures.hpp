@@ -56,6 +56,14 @@ inline model::ModelConfig hf_tiny_llama() {
   return c;
 }
 
+// Qwen2-shaped: the Llama above with biases on the query, key and value projections only.
+inline model::ModelConfig hf_tiny_qwen2() {
+  model::ModelConfig c = hf_tiny_llama();
+  c.qkv_bias = true;
+  c.tie_embeddings = true;
+  return c;
+}
+
 // T5 v1.1-shaped: 2 + 2 layers, relative positions (8 buckets over distance 12: exact,
 // logarithmic and clipped ones within 7 tokens), RMS norms, GeGLU, untied, no biases; head_dim 4,
 // so the queries' sqrt(head_dim) is exact.

@@ -455,9 +455,10 @@ TEST(HuggingFaceExport, ModelsNoArchitectureMatchesAreUserErrorsNamingTheField) 
   model::ModelConfig partial = test_support::hf_tiny_llama();
   partial.rotary_percent = 0.5;
   expect_user_error([&] { hf_architecture(partial); }, {"model.rotary_percent is 0.5"});
+  // Biases on every linear layer: neither Llama (none) nor Qwen2 (query/key/value only).
   model::ModelConfig biased = test_support::hf_tiny_llama();
-  biased.qkv_bias = true;
-  expect_user_error([&] { hf_architecture(biased); }, {"model.add_qkv_bias is true"});
+  biased.qkv_bias = biased.linear_bias = true;
+  expect_user_error([&] { hf_architecture(biased); }, {"model.add_bias_linear is true"});
 
   // The same through a whole export, with nothing written.
   test_support::TempDir dir;
@@ -482,7 +483,7 @@ TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
     std::ofstream(hf / "config.json") << j.dump();
   };
   with("model_type", "bert");
-  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, megatron-bert and t5"});
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, qwen2, megatron-bert and t5"});
   with("rope_scaling", nlohmann::json{{"type", "linear"}, {"factor", 2.0}});
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"rope_scaling"});
   with("hidden_act", "gelu");
@@ -773,6 +774,50 @@ TEST(HuggingFaceConfigKeys, Transformers5sUnscaledRopeParametersGiveTheRotaryBas
   c.erase("rope_theta");
   c["rope_parameters"]["mrope_section"] = {16, 24, 24};
   EXPECT_THAT(import_refusal(c), ::testing::HasSubstr("mrope_section = [16,24,24] is not understood"));
+}
+
+// Qwen/Qwen2.5-0.5B's config.json keys (sizes shrunk), as transformers 4.43 wrote them, and as
+// transformers 5 writes a Qwen2 (rope_parameters, layer_types, dtype).
+nlohmann::json hub_qwen25() {
+  return nlohmann::json::parse(R"({"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 24,
+    "initializer_range": 0.02, "intermediate_size": 20, "max_position_embeddings": 64,
+    "max_window_layers": 24, "model_type": "qwen2", "num_attention_heads": 6,
+    "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.1", "use_cache": true, "use_mrope": false,
+    "use_sliding_window": false, "vocab_size": 50})");
+}
+
+TEST(HuggingFaceConfigKeys, Qwen2sKeysInBothLayoutsImportWithQkvBiases) {
+  nlohmann::json c = hub_qwen25();
+  EXPECT_EQ(import_refusal(c), "");
+  const HfModel m = hf_model_from_config(c, "dir/config.json");
+  EXPECT_EQ(m.arch, HfArch::Qwen2);
+  EXPECT_TRUE(m.config.qkv_bias);
+  EXPECT_FALSE(m.config.linear_bias);
+  EXPECT_TRUE(m.config.tie_embeddings);
+  EXPECT_DOUBLE_EQ(m.config.rotary_base, 1000000.0);
+  nlohmann::json five = c;
+  five.erase("rope_theta");
+  five.erase("torch_dtype");
+  five["dtype"] = "bfloat16";
+  five["rope_parameters"] = {{"rope_theta", 1000000.0}, {"rope_type", "default"}};
+  five["layer_types"] = {"full_attention", "full_attention"};
+  EXPECT_EQ(import_refusal(five), "");
+}
+
+TEST(HuggingFaceConfigKeys, Qwen2WithSlidingWindowsOnIsRefused) {
+  nlohmann::json c = hub_qwen25();
+  c["use_sliding_window"] = true;
+  EXPECT_THAT(import_refusal(c), ::testing::HasSubstr("use_sliding_window = true is not supported"));
+  c["use_sliding_window"] = false;
+  c["layer_types"] = {"sliding_attention", "full_attention"};
+  EXPECT_THAT(import_refusal(c), ::testing::HasSubstr("layer_types"));
+  // Multimodal rotary sections (Qwen2-VL) are another model.
+  nlohmann::json m = hub_qwen25();
+  m["use_mrope"] = true;
+  EXPECT_THAT(import_refusal(m), ::testing::HasSubstr("use_mrope = true is not supported"));
 }
 
 TEST(HuggingFaceConfigKeys, Gpt2sNctxMustBeItsPositions) {
