@@ -12,6 +12,7 @@
 #include "kernels/common.cuh"
 #include "kernels/ops.hpp"
 #include "kernels/row_access.cuh"
+#include "tensor/rotary_frequencies.hpp"
 
 namespace megatron::kernels {
 namespace {
@@ -112,12 +113,12 @@ void rotary(cudaStream_t stream, Tensor& qkv, const AttentionShape& shape,
   if (shape.batch == 0 || shape.seq == 0) return;
   require(shape.seq <= INT_MAX, op, "seq must be below 2^31");
 
-  // As the CPU: std::pow(base, -2i / rotary_dim) in f64.
+  // As the CPU: the host's f64 frequencies, scaled where the options say so.
+  require(options.scaling.kind == tensor::RotaryScaling::Kind::None || half <= kHostFrequencies, op,
+          "scaled rotary frequencies need rotary_dim at most " + std::to_string(2 * kHostFrequencies));
+  const std::vector<double> host = tensor::rotary_frequencies(options);
   Frequencies frequencies{};
-  for (int64_t i = 0; i < std::min<int64_t>(half, kHostFrequencies); ++i) {
-    frequencies.value[i] =
-        std::pow(options.base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
-  }
+  for (int64_t i = 0; i < std::min<int64_t>(half, kHostFrequencies); ++i) frequencies.value[i] = host[size_t(i)];
   const int64_t per_group = shape.heads / shape.groups;
   const int64_t work = shape.groups * (per_group + 1) * ((half + 7) / 8);
   const auto threads = static_cast<unsigned>(

@@ -239,22 +239,55 @@ model::ModelConfig megatron_bert_from(const Keys& k) {
   return c;
 }
 
-// The rotary base, from transformers 4's rope_theta and rope_scaling or transformers 5's
-// rope_parameters. Only unscaled rotary positions ("default") import: a scaled one (linear,
-// llama3, yarn, ...) changes every position's angles, so it is refused, never dropped.
-double rotary_base_of(const Keys& k) {
-  const auto unscaled = [&](const std::string& key, const nlohmann::json& p) {
+// Rotary positions from transformers 4's rope_theta and rope_scaling or transformers 5's
+// rope_parameters: the base, and the scaling (rope_type default, linear or llama3, with the
+// settings transformers reads for each). Any other rope_type (yarn, dynamic, longrope, ...) or
+// setting changes every position's angles in a way the engine does not compute, so it is
+// refused, never dropped.
+void read_rotary(const Keys& k, model::ModelConfig& c) {
+  const auto scaled = [&](const std::string& key, const nlohmann::json& p) {
     if (!p.is_object()) k.bad(key, "expected an object");
     const nlohmann::json type = p.contains("rope_type") ? p["rope_type"]
                                 : p.contains("type")    ? p["type"]
                                                         : nlohmann::json("default");
-    if (type != "default") {
-      k.bad(key, fmt::format("rope_type {} (scaled rotary positions) is not supported yet: "
+    std::vector<std::string_view> allowed{"rope_type", "type", "rope_theta"};
+    const auto number = [&](const char* name, double fallback, bool required) {
+      if (!p.contains(name)) {
+        if (required) k.bad(key, fmt::format("rope_type {} needs {}", type.dump(), name));
+        return fallback;
+      }
+      const nlohmann::json& v = p[name];
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
+        k.bad(key, fmt::format("{}: expected a positive number", name));
+      }
+      return v.get<double>();
+    };
+    if (type == "linear") {
+      c.rope_scaling = model::RopeScaling::Linear;
+      c.rope_scaling_factor = number("factor", 1.0, true);
+      allowed.push_back("factor");
+    } else if (type == "llama3") {
+      c.rope_scaling = model::RopeScaling::Llama3;
+      c.rope_scaling_factor = number("factor", 8.0, true);
+      c.rope_low_freq_factor = number("low_freq_factor", 1.0, true);
+      c.rope_high_freq_factor = number("high_freq_factor", 4.0, true);
+      const double original = number("original_max_position_embeddings", 8192.0, true);
+      if (original != std::floor(original) || original > kMaxPositions) {
+        k.bad(key, "original_max_position_embeddings: expected a whole number of positions");
+      }
+      c.rope_original_max_positions = static_cast<int64_t>(original);
+      if (c.rope_high_freq_factor <= c.rope_low_freq_factor) {
+        k.bad(key, "high_freq_factor must exceed low_freq_factor");
+      }
+      allowed.insert(allowed.end(), {"factor", "low_freq_factor", "high_freq_factor",
+                                     "original_max_position_embeddings"});
+    } else if (type != "default") {
+      k.bad(key, fmt::format("rope_type {} is not supported yet (default, linear and llama3 are): "
                              "imported without it the model would compute something else",
                              printable(type.dump())));
     }
     for (const auto& [name, value] : p.items()) {
-      if (name != "rope_type" && name != "type" && name != "rope_theta" &&
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end() &&
           !(name == "partial_rotary_factor" && value == nlohmann::json(1.0))) {
         k.bad(key, fmt::format("{} = {} is not understood by the import", name,
                                printable(value.dump())));
@@ -262,10 +295,10 @@ double rotary_base_of(const Keys& k) {
     }
   };
   double base = k.real("rope_theta", 10000.0, positive, "a positive number");
-  if (k.has("rope_scaling")) unscaled("rope_scaling", k.raw("rope_scaling"));
+  if (k.has("rope_scaling")) scaled("rope_scaling", k.raw("rope_scaling"));
   if (k.has("rope_parameters")) {
     const nlohmann::json& p = k.raw("rope_parameters");
-    unscaled("rope_parameters", p);
+    scaled("rope_parameters", p);
     if (p.contains("rope_theta")) {
       const nlohmann::json& theta = p["rope_theta"];
       if (!theta.is_number() || !std::isfinite(theta.get<double>()) || theta.get<double>() <= 0) {
@@ -277,7 +310,7 @@ double rotary_base_of(const Keys& k) {
       base = theta.get<double>();
     }
   }
-  return base;
+  c.rotary_base = base;
 }
 
 model::ModelConfig llama_from(const Keys& k) {
@@ -295,7 +328,7 @@ model::ModelConfig llama_from(const Keys& k) {
   c.vocab = k.size("vocab_size", kMaxVocab);
   c.max_positions = k.size("max_position_embeddings", kMaxPositions, 2048);
   c.position = PositionEmbedding::Rotary;
-  c.rotary_base = rotary_base_of(k);
+  read_rotary(k, c);
   c.rotary_percent = 1.0;
   c.norm = Norm::RmsNorm;
   c.norm_eps = k.real("rms_norm_eps", 1e-6, positive, "a positive number");
@@ -330,7 +363,7 @@ model::ModelConfig qwen2_from(const Keys& k) {
   c.vocab = k.size("vocab_size", kMaxVocab);
   c.max_positions = k.size("max_position_embeddings", kMaxPositions, 32768);
   c.position = PositionEmbedding::Rotary;
-  c.rotary_base = rotary_base_of(k);
+  read_rotary(k, c);
   c.rotary_percent = 1.0;
   c.norm = Norm::RmsNorm;
   c.norm_eps = k.real("rms_norm_eps", 1e-6, positive, "a positive number");
@@ -487,6 +520,25 @@ HfArch hf_architecture(const model::ModelConfig& c) {
   return a;
 }
 
+namespace {
+
+// transformers 4's rope_scaling (which transformers 5 reads too), or null for unscaled positions.
+nlohmann::json rope_scaling_json(const model::ModelConfig& c) {
+  switch (c.rope_scaling) {
+    case model::RopeScaling::None: return nullptr;
+    case model::RopeScaling::Linear: return {{"rope_type", "linear"}, {"factor", c.rope_scaling_factor}};
+    case model::RopeScaling::Llama3:
+      return {{"rope_type", "llama3"},
+              {"factor", c.rope_scaling_factor},
+              {"low_freq_factor", c.rope_low_freq_factor},
+              {"high_freq_factor", c.rope_high_freq_factor},
+              {"original_max_position_embeddings", c.rope_original_max_positions}};
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::DType dtype) {
   nlohmann::ordered_json j;
   j["architectures"] = {std::string(architecture_name(arch))};
@@ -554,7 +606,7 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["max_position_embeddings"] = c.max_positions;
     j["rms_norm_eps"] = c.norm_eps;
     j["rope_theta"] = c.rotary_base;
-    j["rope_scaling"] = nullptr;
+    j["rope_scaling"] = rope_scaling_json(c);
     j["use_sliding_window"] = false;
     j["attention_dropout"] = c.attention_dropout;
     j["initializer_range"] = c.init_std;
@@ -573,7 +625,7 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["max_position_embeddings"] = c.max_positions;
     j["rms_norm_eps"] = c.norm_eps;
     j["rope_theta"] = c.rotary_base;
-    j["rope_scaling"] = nullptr;
+    j["rope_scaling"] = rope_scaling_json(c);
     j["attention_bias"] = false;
     j["mlp_bias"] = false;
     j["attention_dropout"] = c.attention_dropout;

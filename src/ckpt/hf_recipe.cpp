@@ -42,6 +42,14 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
   }
   if (rotary) {
     y += fmt::format("  rotary_base: {}\n  rotary_percent: {}\n", c.rotary_base, c.rotary_percent);
+    if (c.rope_scaling != model::RopeScaling::None) {
+      y += fmt::format("  rope_scaling: {}\n  rope_scaling_factor: {}\n", name_of(c.rope_scaling), c.rope_scaling_factor);
+    }
+    if (c.rope_scaling == model::RopeScaling::Llama3) {
+      y += fmt::format("  rope_original_max_position_embeddings: {}\n  rope_low_freq_factor: {}\n"
+                       "  rope_high_freq_factor: {}\n",
+                       c.rope_original_max_positions, c.rope_low_freq_factor, c.rope_high_freq_factor);
+    }
   }
   y += fmt::format("  normalization: {}\n  norm_epsilon: {}\n  activation: {}\n", name_of(c.norm),
                    c.norm_eps, name_of(c.activation));

@@ -28,6 +28,13 @@ struct ModelConfig {
   PositionEmbedding position = PositionEmbedding::Learned;
   double rotary_base = 10000.0;
   double rotary_percent = 1.0;
+  // RoPE scaling (recipe model.rope_scaling and its keys): the factor and, for llama3, the
+  // trained context and the wavelength bounds of the blend.
+  RopeScaling rope_scaling = RopeScaling::None;
+  double rope_scaling_factor = 1.0;
+  int64_t rope_original_max_positions = 8192;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
   int64_t relative_buckets = 32;        // T5 relative positions
   int64_t relative_max_distance = 128;
   NormKind norm = NormKind::LayerNorm;

@@ -21,7 +21,16 @@ AttentionHeads heads_of(const ModelConfig& c, const parallel::TensorParallel& tp
 }
 
 tensor::RotaryOptions rotary_of(const ModelConfig& c) {
-  return {.rotary_dim = c.rotary_dim(), .base = c.rotary_base};
+  using Kind = tensor::RotaryScaling::Kind;
+  return {.rotary_dim = c.rotary_dim(),
+          .base = c.rotary_base,
+          .scaling = {.kind = c.rope_scaling == RopeScaling::Linear   ? Kind::Linear
+                              : c.rope_scaling == RopeScaling::Llama3 ? Kind::Llama3
+                                                                      : Kind::None,
+                      .factor = c.rope_scaling_factor,
+                      .original_max_positions = static_cast<double>(c.rope_original_max_positions),
+                      .low_freq_factor = c.rope_low_freq_factor,
+                      .high_freq_factor = c.rope_high_freq_factor}};
 }
 
 }  // namespace

@@ -203,6 +203,25 @@ void check_fields(const Recipe& r, const Locator& where) {
     fail_at(where.at("model.position_embedding"),
             "model.position_embedding: relative is T5's relative position bias; use learned or "
             "rope for arch: gpt and bert");
+  if (m.rope_scaling != RopeScaling::None && m.position_embedding != PositionEmbedding::Rotary)
+    fail_at(where.at("model.rope_scaling"), "model.rope_scaling scales rotary frequencies: it needs "
+                                            "model.position_embedding: rope");
+  for (const auto& [key, set] :
+       {std::pair{"model.rope_scaling_factor", m.rope_scaling_factor.has_value()},
+        std::pair{"model.rope_original_max_position_embeddings", m.rope_original_max_position_embeddings.has_value()},
+        std::pair{"model.rope_low_freq_factor", m.rope_low_freq_factor.has_value()},
+        std::pair{"model.rope_high_freq_factor", m.rope_high_freq_factor.has_value()}}) {
+    const bool llama3_only = std::string_view(key) != "model.rope_scaling_factor";
+    if (set && (m.rope_scaling == RopeScaling::None || (llama3_only && m.rope_scaling != RopeScaling::Llama3)))
+      fail_at(where.at(key), fmt::format("{} is only used with model.rope_scaling: {}", key,
+                                         llama3_only ? "llama3" : "linear or llama3"));
+  }
+  if (m.rope_scaling == RopeScaling::Linear && !m.rope_scaling_factor)
+    fail_at(where.at("model.rope_scaling"), "model.rope_scaling: linear needs model.rope_scaling_factor");
+  if (m.rope_scaling == RopeScaling::Llama3 &&
+      m.rope_high_freq_factor.value_or(4.0) <= m.rope_low_freq_factor.value_or(1.0))
+    fail_at(where.at(m.rope_high_freq_factor ? "model.rope_high_freq_factor" : "model.rope_low_freq_factor"),
+            "model.rope_high_freq_factor must exceed model.rope_low_freq_factor (the blend lies between)");
   for (const auto& [key, set] :
        {std::pair{"model.relative_attention_num_buckets", m.relative_attention_num_buckets.has_value()},
         std::pair{"model.relative_attention_max_distance", m.relative_attention_max_distance.has_value()}}) {

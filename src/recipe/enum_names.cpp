@@ -21,6 +21,13 @@ const std::vector<EnumName<PositionEmbedding>>& enum_names() {
 }
 
 template <>
+const std::vector<EnumName<RopeScaling>>& enum_names() {
+  static const std::vector<EnumName<RopeScaling>> names{
+      {RopeScaling::None, "none"}, {RopeScaling::Linear, "linear"}, {RopeScaling::Llama3, "llama3"}};
+  return names;
+}
+
+template <>
 const std::vector<EnumName<Norm>>& enum_names() {
   static const std::vector<EnumName<Norm>> names{
       {Norm::LayerNorm, "layernorm"}, {Norm::RmsNorm, "rmsnorm"}};

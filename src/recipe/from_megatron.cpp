@@ -308,6 +308,21 @@ class Translator {
     };
     key_if("--decoder-num-layers", Arch::T5, "model.decoder_num_layers");
     key_if("--decoder-seq-length", Arch::T5, "data.decoder_seq_length");
+    // Llama 3.1's scaling: Megatron applies it to rotary positions only and ignores it otherwise.
+    const bool rope = given("--use-rotary-position-embeddings") ||
+                      (given("--position-embedding-type") &&
+                       canonical<PositionEmbedding>(value("--position-embedding-type")) == "rope");
+    if (given("--use-rope-scaling") && rope) {
+      set("model.rope_scaling", "llama3", "--use-rope-scaling");
+      if (given("--rope-scaling-factor"))
+        set("model.rope_scaling_factor", value_as("model.rope_scaling_factor", *given_.at("--rope-scaling-factor")),
+            "--rope-scaling-factor");
+    } else {
+      for (const char* name : {"--use-rope-scaling", "--rope-scaling-factor"}) {
+        if (given(name))
+          ignore(name, rope ? "acts only with --use-rope-scaling" : "scales rotary positions, which this model does not have");
+      }
+    }
     if (given("--bert-no-binary-head")) {
       if (arch_ == Arch::Bert)
         set("model.bert_binary_head", "false", "--bert-no-binary-head");

@@ -17,6 +17,7 @@ namespace megatron::recipe {
 // them; the recipe names them under the names it has always used.
 using Arch = model::Arch;
 using PositionEmbedding = model::PositionEmbedding;
+using RopeScaling = model::RopeScaling;
 using Norm = model::NormKind;
 using Activation = model::Activation;
 using Recompute = model::Recompute;
@@ -50,6 +51,13 @@ struct ModelSection {
   PositionEmbedding position_embedding = PositionEmbedding::Learned;
   double rotary_base = 10000.0;
   double rotary_percent = 1.0;
+  // RoPE scaling (transformers' rope_scaling / rope_parameters; Megatron's --use-rope-scaling and
+  // --rope-scaling-factor): none, linear (factor required) or llama3 (Llama 3.1's defaults).
+  RopeScaling rope_scaling = RopeScaling::None;
+  std::optional<double> rope_scaling_factor;            // llama3: 8
+  std::optional<int64_t> rope_original_max_position_embeddings;  // llama3: 8192
+  std::optional<double> rope_low_freq_factor;           // llama3: 1
+  std::optional<double> rope_high_freq_factor;          // llama3: 4
   // T5's relative position bias (position_embedding: relative): buckets and the distance the
   // last bucket starts at (Megatron's --relative-attention-num-buckets / -max-distance).
   std::optional<int64_t> relative_attention_num_buckets;   // 32

@@ -142,6 +142,21 @@ std::vector<FieldSpec> model_fields() {
       m("rotary_base", &S::rotary_base, "RoPE base frequency.", {.min = 0, .min_exclusive = true}),
       m("rotary_percent", &S::rotary_percent, "Fraction of each head's channels rotated by RoPE.",
         {.min = 0, .max = 1, .min_exclusive = true}),
+      m("rope_scaling", &S::rope_scaling,
+        "RoPE frequencies scaled for contexts past the trained one, as transformers' rope_type: "
+        "linear (every frequency / factor) or llama3 (Llama 3.1: low frequencies / factor, high "
+        "ones kept, a blend between)."),
+      m("rope_scaling_factor", &S::rope_scaling_factor, "RoPE scaling: the factor.",
+        derived("8 for llama3; required for linear", {.min = 0, .min_exclusive = true})),
+      m("rope_original_max_position_embeddings", &S::rope_original_max_position_embeddings,
+        "RoPE scaling llama3: the context the model was trained at.",
+        derived("8192", up_to(kMaxSequence, {.min = 1}))),
+      m("rope_low_freq_factor", &S::rope_low_freq_factor,
+        "RoPE scaling llama3: wavelengths over original / this are divided by the factor.",
+        derived("1", {.min = 0, .min_exclusive = true})),
+      m("rope_high_freq_factor", &S::rope_high_freq_factor,
+        "RoPE scaling llama3: wavelengths under original / this are kept (must exceed the low factor).",
+        derived("4", {.min = 0, .min_exclusive = true})),
       m("relative_attention_num_buckets", &S::relative_attention_num_buckets,
         "T5 relative positions: buckets of the learned per-head bias (half per direction in the "
         "encoder).",

@@ -15,6 +15,7 @@
 #include <new>
 #include <vector>
 
+#include "tensor/rotary_frequencies.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/cpu_dispatch.hpp"
 #include "tensor/cpu_fast_exp.hpp"
@@ -485,11 +486,7 @@ void CpuBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOp
   cpu::require(options.position_offset >= 0, "rotary", "position_offset must not be negative");
   const int64_t half = rotary_dim / 2;
   // Angles in f64: t * base^(-2i/d) reaches thousands of radians, which f32 would misplace.
-  std::vector<double> frequency(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) {
-    frequency[static_cast<size_t>(i)] =
-        std::pow(options.base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
-  }
+  const std::vector<double> frequency = rotary_frequencies(options);
   std::vector<float> cos_table(static_cast<size_t>(l.seq * half));
   std::vector<float> sin_table(cos_table.size());
   const double sign = inverse ? -1.0 : 1.0;

@@ -114,9 +114,24 @@ struct CrossAttentionShape {
 // Rotary position embedding (rotate-half convention of Megatron and Hugging Face Llama):
 // within the first `rotary_dim` channels of each q and k head, channel i < rotary_dim / 2 pairs
 // with i + rotary_dim / 2, rotated by angle t * base^(-2i / rotary_dim) for token position t.
+// Scaled frequencies for contexts past the trained one, as transformers computes them
+// (modeling_rope_utils): linear divides every frequency by `factor`; llama3 (Llama 3.1) divides
+// the low frequencies (wavelength over original / low_freq_factor) by `factor`, keeps the high
+// ones (wavelength under original / high_freq_factor) and blends between.
+struct RotaryScaling {
+  enum class Kind { None, Linear, Llama3 };
+  Kind kind = Kind::None;
+  double factor = 1.0;
+  double original_max_positions = 8192.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  bool operator==(const RotaryScaling&) const = default;
+};
+
 struct RotaryOptions {
   int64_t rotary_dim = 0;
   double base = 10000.0;
+  RotaryScaling scaling;
   // Token t of each sequence sits at position t + position_offset: the new tokens of a
   // generation step, after those already in the key/value cache.
   int64_t position_offset = 0;

@@ -109,13 +109,35 @@ Matrix attention(const Matrix& q, const Matrix& k, const Matrix& v, int64_t t, i
 
 // transformers' apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, rotate_half(x) =
 // [-x2, x1] over each head's halves, inv_freq = theta^(-2i / D).
-void rotate(Matrix& x, int64_t t, int64_t heads, int64_t d, double theta) {
+// transformers' inverse frequencies (modeling_rope_utils): default, linear, and
+// _compute_llama3_parameters' torch.where form, written out here in float64.
+std::vector<double> inverse_frequencies(const model::ModelConfig& c, int64_t d) {
+  std::vector<double> inv(size_t(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i) inv[size_t(i)] = 1.0 / std::pow(c.rotary_base, double(2 * i) / double(d));
+  if (c.rope_scaling == recipe::RopeScaling::Linear) {
+    for (double& f : inv) f /= c.rope_scaling_factor;
+  } else if (c.rope_scaling == recipe::RopeScaling::Llama3) {
+    const double old = double(c.rope_original_max_positions);
+    const double low_wavelen = old / c.rope_low_freq_factor, high_wavelen = old / c.rope_high_freq_factor;
+    for (double& f : inv) {
+      const double wavelen = 2 * M_PI / f;
+      const double llama = wavelen > low_wavelen ? f / c.rope_scaling_factor : f;
+      const double smooth = (old / wavelen - c.rope_low_freq_factor) / (c.rope_high_freq_factor - c.rope_low_freq_factor);
+      const double smoothed = (1 - smooth) * llama / c.rope_scaling_factor + smooth * llama;
+      const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+      f = medium ? smoothed : llama;
+    }
+  }
+  return inv;
+}
+
+void rotate(Matrix& x, int64_t t, int64_t heads, int64_t d, const std::vector<double>& inv) {
   for (int64_t p = 0; p < t; ++p)
     for (int64_t h = 0; h < heads; ++h) {
       double* r = &x[size_t(p * heads * d + h * d)];
       std::vector<double> out(static_cast<size_t>(d));
       for (int64_t c = 0; c < d; ++c) {
-        const double angle = double(p) * std::pow(theta, -2.0 * double(c % (d / 2)) / double(d));
+        const double angle = double(p) * inv[size_t(c % (d / 2))];
         const double rotated = c < d / 2 ? -r[c + d / 2] : r[c - d / 2];
         out[size_t(c)] = r[c] * std::cos(angle) + rotated * std::sin(angle);
       }
@@ -191,8 +213,9 @@ Matrix llama_logits(const HfWeights& w, const model::ModelConfig& c,
       add_bias(k, w.get(p + "self_attn.k_proj.bias", g * d));
       add_bias(v, w.get(p + "self_attn.v_proj.bias", g * d));
     }
-    rotate(q, t, nh, d, c.rotary_base);
-    rotate(k, t, g, d, c.rotary_base);
+    const std::vector<double> inv = inverse_frequencies(c, d);
+    rotate(q, t, nh, d, inv);
+    rotate(k, t, g, d, inv);
     const Matrix o = matmul(attention(q, k, v, t, nh, g, d), t, nh * d,
                             w.get(p + "self_attn.o_proj.weight", h, nh * d), h, true);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
@@ -480,6 +503,22 @@ TEST(HuggingFaceEngine, T5ImportComputesTransformersLogitsWhenGivenItsModel) {
 
 TEST(HuggingFaceEngine, LlamaImportWithGqaComputesLlamaForCausalLMsLogits) {
   expect_same_function(test_support::hf_tiny_llama());
+}
+
+// Llama 3.1's scaled frequencies, shrunk so that positions 0..6 see all three regimes: with head
+// dim 8 and base 500 the wavelengths are 6.3, 30, 140 and 664 positions; an original context of
+// 64 keeps the first (under 64 / 4), blends the second, and divides the last two by the factor.
+TEST(HuggingFaceEngine, Llama31ScaledRotaryImportComputesLlamaForCausalLMsLogits) {
+  model::ModelConfig c = test_support::hf_tiny_llama();
+  c.heads = 3;
+  c.groups = 1;
+  c.head_dim = 8;
+  c.rope_scaling = recipe::RopeScaling::Llama3;
+  c.rope_scaling_factor = 8.0;
+  c.rope_original_max_positions = 64;
+  c.rope_low_freq_factor = 1.0;
+  c.rope_high_freq_factor = 4.0;
+  expect_same_function(c);
 }
 
 TEST(HuggingFaceEngine, Qwen2ImportWithQkvBiasesComputesQwen2ForCausalLMsLogits) {

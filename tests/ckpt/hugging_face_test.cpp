@@ -484,7 +484,7 @@ TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
   };
   with("model_type", "bert");
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, qwen2, megatron-bert and t5"});
-  with("rope_scaling", nlohmann::json{{"type", "linear"}, {"factor", 2.0}});
+  with("rope_scaling", nlohmann::json{{"type", "dynamic"}, {"factor", 2.0}});
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"rope_scaling"});
   with("hidden_act", "gelu");
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"hidden_act"});
@@ -752,15 +752,33 @@ TEST(HuggingFaceConfigKeys, AnUnknownKeyIsRefusedWithItsNameAndValue) {
   EXPECT_THAT(import_refusal(g), ::testing::HasSubstr("scale_attn_by_inverse_layer_idx = true is not supported"));
 }
 
-TEST(HuggingFaceConfigKeys, Llama31sScaledRotaryPositionsAreRefusedInBothConfigLayouts) {
-  EXPECT_THAT(import_refusal(hub_llama31_transformers4()),
-              ::testing::HasSubstr("rope_scaling = {\"factor\":8.0,"));
-  EXPECT_THAT(import_refusal(hub_llama31_transformers4()),
-              ::testing::HasSubstr("rope_type \"llama3\" (scaled rotary positions) is not supported"));
-  EXPECT_THAT(import_refusal(hub_llama31_transformers5()),
-              ::testing::HasSubstr("dir/config.json: rope_parameters = {"));
-  EXPECT_THAT(import_refusal(hub_llama31_transformers5()),
-              ::testing::HasSubstr("rope_type \"llama3\" (scaled rotary positions) is not supported"));
+TEST(HuggingFaceConfigKeys, Llama31sScaledRotaryPositionsImportInBothConfigLayouts) {
+  for (const nlohmann::json& c : {hub_llama31_transformers4(), hub_llama31_transformers5()}) {
+    EXPECT_EQ(import_refusal(c), "");
+    const model::ModelConfig m = hf_model_from_config(c, "dir/config.json").config;
+    EXPECT_EQ(m.rope_scaling, model::RopeScaling::Llama3);
+    EXPECT_DOUBLE_EQ(m.rotary_base, 500000.0);
+    EXPECT_DOUBLE_EQ(m.rope_scaling_factor, 8.0);
+    EXPECT_DOUBLE_EQ(m.rope_low_freq_factor, 1.0);
+    EXPECT_DOUBLE_EQ(m.rope_high_freq_factor, 4.0);
+    EXPECT_EQ(m.rope_original_max_positions, 8192);
+    // Exported again, the same scaling in transformers 4's layout (which 5 reads too).
+    const nlohmann::json out = hf_config_json(HfArch::Llama, m, tensor::DType::F32);
+    EXPECT_EQ(out["rope_scaling"]["rope_type"], "llama3");
+    EXPECT_EQ(out["rope_scaling"]["original_max_position_embeddings"], 8192);
+  }
+}
+
+TEST(HuggingFaceConfigKeys, RotaryScalingsTheEngineDoesNotComputeAreRefused) {
+  nlohmann::json yarn = hub_llama();
+  yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  EXPECT_THAT(import_refusal(yarn), ::testing::HasSubstr("rope_type \"yarn\" is not supported yet"));
+  nlohmann::json odd = hub_llama31_transformers4();
+  odd["rope_scaling"]["mscale"] = 1.2;
+  EXPECT_THAT(import_refusal(odd), ::testing::HasSubstr("mscale = 1.2 is not understood"));
+  nlohmann::json missing = hub_llama31_transformers4();
+  missing["rope_scaling"].erase("low_freq_factor");
+  EXPECT_THAT(import_refusal(missing), ::testing::HasSubstr("needs low_freq_factor"));
 }
 
 TEST(HuggingFaceConfigKeys, Transformers5sUnscaledRopeParametersGiveTheRotaryBase) {

@@ -29,7 +29,9 @@ const std::map<std::string, Uses>& allowed() {
   static const std::map<std::string, Uses> rules = {
       {"core", {}},
       {"kernels", {.headers = {"tensor/tensor.hpp", "tensor/op_params.hpp", "tensor/random.hpp",
-                               "tensor/half.hpp", "tensor/dtype.hpp"}}},
+                               "tensor/half.hpp", "tensor/dtype.hpp",
+                               // the host's f64 rotary frequencies, shared so both backends agree
+                               "tensor/rotary_frequencies.hpp"}}},
       {"tensor", {.rooms = {"core", "kernels"}}},
       {"dist", {.rooms = {"core", "tensor"}}},
       {"parallel", {.rooms = {"core", "dist", "tensor"}}},

@@ -117,6 +117,31 @@ TEST_F(RecipeTest, RelativePositionsAreT5sAndTheirKeysNeedThem) {
               HasSubstr("must exceed half the buckets"));
 }
 
+TEST_F(RecipeTest, RopeScalingNeedsRotaryPositionsAndItsKeysNeedIt) {
+  const std::vector<std::string> rope{"model.position_embedding=rope"};
+  const auto with = [&](std::initializer_list<std::string> more) {
+    std::vector<std::string> all = rope;
+    all.insert(all.end(), more);
+    return all;
+  };
+  EXPECT_EQ(error_of(kMinimalRecipe, with({"model.rope_scaling=llama3"})), "");
+  EXPECT_EQ(error_of(kMinimalRecipe, with({"model.rope_scaling=llama3", "model.rope_scaling_factor=32",
+                                           "model.rope_original_max_position_embeddings=4096",
+                                           "model.rope_low_freq_factor=2", "model.rope_high_freq_factor=8"})),
+            "");
+  EXPECT_EQ(error_of(kMinimalRecipe, with({"model.rope_scaling=linear", "model.rope_scaling_factor=2"})), "");
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.rope_scaling=llama3"}), HasSubstr("needs model.position_embedding: rope"));
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling_factor=8"})),
+              HasSubstr("model.rope_scaling_factor is only used with model.rope_scaling: linear or llama3"));
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=linear", "model.rope_scaling_factor=2",
+                                             "model.rope_low_freq_factor=2"})),
+              HasSubstr("model.rope_low_freq_factor is only used with model.rope_scaling: llama3"));
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=linear"})),
+              HasSubstr("linear needs model.rope_scaling_factor"));
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=llama3", "model.rope_high_freq_factor=1"})),
+              HasSubstr("must exceed model.rope_low_freq_factor"));
+}
+
 TEST_F(RecipeTest, MaskingSettingsAreOnlyForBertAndT5) {
   for (const char* o : {"data.mask_prob=0.2", "data.short_seq_prob=0.2", "data.masking_max_ngram=2",
                         "data.masking_full_word=false", "data.vocab_extra_ids=10"}) {

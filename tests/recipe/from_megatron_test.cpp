@@ -167,6 +167,17 @@ TEST_F(FromMegatron, Fp16WithBf16IsAContradiction) {
             "--fp16 and --bf16 contradict each other: precision.dtype would be f16 and bf16; keep one");
 }
 
+TEST_F(FromMegatron, RopeScalingBecomesLlama3ScalingOfRotaryPositionsOnly) {
+  const CompiledRecipe scaled = translate(essentials_and(
+      {"--position-embedding-type", "rope", "--use-rope-scaling", "--rope-scaling-factor", "32"}));
+  EXPECT_EQ(scaled.recipe.model.rope_scaling, RopeScaling::Llama3);
+  EXPECT_EQ(scaled.recipe.model.rope_scaling_factor, 32.0);
+  // Megatron ignores it where positions are learned; so does the translation, saying so.
+  const CompiledRecipe learned = translate(essentials_and({"--use-rope-scaling"}));
+  EXPECT_EQ(learned.recipe.model.rope_scaling, RopeScaling::None);
+  EXPECT_THAT(::testing::PrintToString(last_.ignored), HasSubstr("--use-rope-scaling"));
+}
+
 TEST_F(FromMegatron, TrainItersWithTrainSamplesIsRefused) {
   EXPECT_THAT(refusal(essentials_and({"--train-samples", "1000"})),
               HasSubstr("--train-iters and --train-samples exclude each other"));
