@@ -313,7 +313,9 @@ void read_rotary(const Keys& k, model::ModelConfig& c) {
   c.rotary_base = base;
 }
 
-model::ModelConfig llama_from(const Keys& k) {
+// What Llama-shaped families share: rotary positions, RMSNorm, SwiGLU, silu, grouped-query
+// attention; no biases until the family says otherwise.
+model::ModelConfig llama_shape_from(const Keys& k, int64_t default_positions) {
   model::ModelConfig c;
   c.num_layers = k.size("num_hidden_layers", kMaxLayers);
   c.hidden = k.size("hidden_size", kMaxHidden);
@@ -326,7 +328,7 @@ model::ModelConfig llama_from(const Keys& k) {
   c.head_dim = k.size("head_dim", kMaxHeadDim, c.hidden / c.heads);
   c.ffn = k.size("intermediate_size", kMaxFfn);
   c.vocab = k.size("vocab_size", kMaxVocab);
-  c.max_positions = k.size("max_position_embeddings", kMaxPositions, 2048);
+  c.max_positions = k.size("max_position_embeddings", kMaxPositions, default_positions);
   c.position = PositionEmbedding::Rotary;
   read_rotary(k, c);
   c.rotary_percent = 1.0;
@@ -339,6 +341,11 @@ model::ModelConfig llama_from(const Keys& k) {
   c.attention_dropout = k.real("attention_dropout", 0.0, probability, "a probability in [0, 1)");
   c.init_std = k.real("initializer_range", 0.02, non_negative, "a number >= 0");
   k.neutral("hidden_act", "silu");
+  return c;
+}
+
+model::ModelConfig llama_from(const Keys& k) {
+  model::ModelConfig c = llama_shape_from(k, 2048);
   k.neutral("attention_bias", false);
   k.neutral("mlp_bias", false);
   k.neutral("partial_rotary_factor", 1.0);
@@ -351,30 +358,8 @@ model::ModelConfig llama_from(const Keys& k) {
 // attention is off in every released Qwen2 (use_sliding_window false, so sliding_window and
 // max_window_layers act on nothing); a config that turns it on is refused.
 model::ModelConfig qwen2_from(const Keys& k) {
-  model::ModelConfig c;
-  c.num_layers = k.size("num_hidden_layers", kMaxLayers);
-  c.hidden = k.size("hidden_size", kMaxHidden);
-  c.heads = k.size("num_attention_heads", kMaxHeads);
-  c.groups = k.size("num_key_value_heads", c.heads, c.heads);
-  if (c.heads % c.groups != 0) k.bad("num_key_value_heads", "must divide num_attention_heads");
-  if (!k.has("head_dim") && c.hidden % c.heads != 0) k.bad("num_attention_heads", "must divide hidden_size");
-  c.head_dim = k.size("head_dim", kMaxHeadDim, c.hidden / c.heads);
-  c.ffn = k.size("intermediate_size", kMaxFfn);
-  c.vocab = k.size("vocab_size", kMaxVocab);
-  c.max_positions = k.size("max_position_embeddings", kMaxPositions, 32768);
-  c.position = PositionEmbedding::Rotary;
-  read_rotary(k, c);
-  c.rotary_percent = 1.0;
-  c.norm = Norm::RmsNorm;
-  c.norm_eps = k.real("rms_norm_eps", 1e-6, positive, "a positive number");
-  c.activation = Activation::Swiglu;
-  c.tie_embeddings = k.get<bool>("tie_word_embeddings", false);
-  c.linear_bias = false;
+  model::ModelConfig c = llama_shape_from(k, 32768);
   c.qkv_bias = true;
-  c.hidden_dropout = 0.0;
-  c.attention_dropout = k.real("attention_dropout", 0.0, probability, "a probability in [0, 1)");
-  c.init_std = k.real("initializer_range", 0.02, non_negative, "a number >= 0");
-  k.neutral("hidden_act", "silu");
   k.neutral("use_sliding_window", false);
   k.neutral("use_mrope", false);  // Qwen2.5's configs carry it; true is Qwen2-VL's rotary
   if (k.has("layer_types")) {
@@ -594,24 +579,9 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["initializer_range"] = c.init_std;
     j["layer_norm_eps"] = c.norm_eps;
     j["position_embedding_type"] = "absolute";
-  } else if (arch == HfArch::Qwen2) {
-    j["model_type"] = "qwen2";
-    j["vocab_size"] = c.vocab;
-    j["hidden_size"] = c.hidden;
-    j["intermediate_size"] = c.ffn;
-    j["num_hidden_layers"] = c.num_layers;
-    j["num_attention_heads"] = c.heads;
-    j["num_key_value_heads"] = c.groups;
-    j["hidden_act"] = "silu";
-    j["max_position_embeddings"] = c.max_positions;
-    j["rms_norm_eps"] = c.norm_eps;
-    j["rope_theta"] = c.rotary_base;
-    j["rope_scaling"] = rope_scaling_json(c);
-    j["use_sliding_window"] = false;
-    j["attention_dropout"] = c.attention_dropout;
-    j["initializer_range"] = c.init_std;
   } else {
-    j["model_type"] = "llama";
+    // Llama and Qwen2 share every key but a few.
+    j["model_type"] = arch == HfArch::Qwen2 ? "qwen2" : "llama";
     j["vocab_size"] = c.vocab;
     j["hidden_size"] = c.hidden;
     j["intermediate_size"] = c.ffn;
@@ -619,18 +589,22 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["num_attention_heads"] = c.heads;
     j["num_key_value_heads"] = c.groups;
     // Read by transformers >= 4.45; older versions derive hidden / heads, which is the same
-    // number for every model whose kv_channels is the default.
-    j["head_dim"] = c.head_dim;
+    // number for every model whose kv_channels is the default (Qwen2's must be).
+    if (arch == HfArch::Llama) j["head_dim"] = c.head_dim;
     j["hidden_act"] = "silu";
     j["max_position_embeddings"] = c.max_positions;
     j["rms_norm_eps"] = c.norm_eps;
     j["rope_theta"] = c.rotary_base;
     j["rope_scaling"] = rope_scaling_json(c);
-    j["attention_bias"] = false;
-    j["mlp_bias"] = false;
     j["attention_dropout"] = c.attention_dropout;
     j["initializer_range"] = c.init_std;
-    j["pretraining_tp"] = 1;
+    if (arch == HfArch::Qwen2) {
+      j["use_sliding_window"] = false;
+    } else {
+      j["attention_bias"] = false;
+      j["mlp_bias"] = false;
+      j["pretraining_tp"] = 1;
+    }
   }
   j["tie_word_embeddings"] = c.tie_embeddings;
   j["torch_dtype"] = torch_dtype(dtype);

@@ -252,17 +252,7 @@ class ReplaceDecoder final : public HfDecoder {
   ReplaceDecoder(std::unique_ptr<UnicodeRegex> regex, std::string content)
       : regex_(std::move(regex)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    for (std::string& t : tokens) {
-      std::string out;
-      std::size_t at = 0;
-      for (const TextSpan& m : regex_->find_all(t)) {
-        out.append(t, at, m.begin - at);
-        out += content_;
-        at = m.end;
-      }
-      out.append(t, at);
-      t = std::move(out);
-    }
+    for (std::string& t : tokens) t = regex_->replace_all(t, content_);
   }
 
  private:

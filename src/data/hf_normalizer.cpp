@@ -97,18 +97,7 @@ class ReplaceNormalizer final : public HfNormalizer {
   ReplaceNormalizer(std::unique_ptr<UnicodeRegex> regex, std::string content)
       : regex_(std::move(regex)), content_(std::move(content)) {}
   void normalize(std::string& text) const override {
-    const auto matches = regex_->find_all(text);
-    if (matches.empty()) return;
-    std::string out;
-    out.reserve(text.size());
-    std::size_t at = 0;
-    for (const TextSpan& m : matches) {
-      out.append(text, at, m.begin - at);
-      out += content_;
-      at = m.end;
-    }
-    out.append(text, at);
-    text = std::move(out);
+    text = regex_->replace_all(text, content_);
   }
 
  private:

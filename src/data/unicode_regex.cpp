@@ -78,6 +78,19 @@ std::vector<TextSpan> UnicodeRegex::find_all(std::string_view text) const {
   return out;
 }
 
+std::string UnicodeRegex::replace_all(std::string_view text, std::string_view content) const {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t at = 0;
+  for (const TextSpan& m : find_all(text)) {
+    out.append(text.substr(at, m.begin - at));
+    out.append(content);
+    at = m.end;
+  }
+  out.append(text.substr(at));
+  return out;
+}
+
 std::string regex_escape(std::string_view literal) {
   std::string out;
   out.reserve(literal.size() * 2);

@@ -27,6 +27,8 @@ class UnicodeRegex {
   // the previous match ended is skipped and the search moves one character on, as the find_iter
   // of the onig crate that `tokenizers` uses.
   std::vector<TextSpan> find_all(std::string_view text) const;
+  // `text` with every match of find_all replaced by `content`.
+  std::string replace_all(std::string_view text, std::string_view content) const;
 
  private:
   struct Impl;
