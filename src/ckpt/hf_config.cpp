@@ -374,6 +374,15 @@ model::ModelConfig qwen2_from(const Keys& k) {
   return c;
 }
 
+// Mistral (v0.1's sliding_window 4096; v0.2 on and Nemo: null, full attention): Llama's shape.
+// A window becomes model.sliding_window, under which sequences are refused past it.
+model::ModelConfig mistral_from(const Keys& k) {
+  model::ModelConfig c = llama_shape_from(k, 32768);
+  if (k.has("sliding_window")) c.sliding_window = k.size("sliding_window", kMaxPositions);
+  k.refuse_unread({});
+  return c;
+}
+
 // T5 v1.1 (and flan-t5): gated-gelu, relative positions, RMS norms, no biases, untied head.
 // The original T5's ReLU MLP and its tied head (which rescales the decoder output by
 // d_model^-0.5) have no counterpart here.
@@ -476,6 +485,7 @@ HfArch hf_architecture(const model::ModelConfig& c) {
   if (c.position == PositionEmbedding::Learned) {
     const HfArch a = HfArch::Gpt2;
     const char* why = "learned position embeddings";
+    need(c.sliding_window == 0, "model.sliding_window", std::to_string(c.sliding_window), a, why, "unset");
     need(c.norm == Norm::LayerNorm, "model.normalization", std::string(name_of(c.norm)), a, why,
          "layernorm");
     need(c.activation == Activation::Gelu || c.activation == Activation::GeluTanh,
@@ -489,7 +499,9 @@ HfArch hf_architecture(const model::ModelConfig& c) {
     return a;
   }
   // Rotary, RMSNorm, SwiGLU: Llama, or Qwen2 when the query/key/value projections have biases.
-  const HfArch a = c.qkv_bias && !c.linear_bias ? HfArch::Qwen2 : HfArch::Llama;
+  const HfArch a = c.qkv_bias && !c.linear_bias ? HfArch::Qwen2
+                   : c.sliding_window > 0      ? HfArch::Mistral
+                                               : HfArch::Llama;
   const char* why = "rotary position embeddings";
   need(c.rotary_percent == 1.0, "model.rotary_percent", fmt::format("{}", c.rotary_percent), a, why,
        "1.0");
@@ -499,6 +511,8 @@ HfArch hf_architecture(const model::ModelConfig& c) {
        a, why, "swiglu");
   need(!c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "false");
   if (a == HfArch::Qwen2) {
+    need(c.sliding_window == 0, "model.sliding_window", std::to_string(c.sliding_window), a,
+         "Qwen2's query/key/value biases", "unset (Qwen2 with a window is not exported)");
     need(c.heads * c.head_dim == c.hidden, "model.kv_channels", std::to_string(c.head_dim), a,
          "Qwen2's query/key/value biases", fmt::format("{} (hidden_size / num_attention_heads)", c.hidden / c.heads));
   }
@@ -581,7 +595,7 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["position_embedding_type"] = "absolute";
   } else {
     // Llama and Qwen2 share every key but a few.
-    j["model_type"] = arch == HfArch::Qwen2 ? "qwen2" : "llama";
+    j["model_type"] = arch == HfArch::Qwen2 ? "qwen2" : arch == HfArch::Mistral ? "mistral" : "llama";
     j["vocab_size"] = c.vocab;
     j["hidden_size"] = c.hidden;
     j["intermediate_size"] = c.ffn;
@@ -590,7 +604,7 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["num_key_value_heads"] = c.groups;
     // Read by transformers >= 4.45; older versions derive hidden / heads, which is the same
     // number for every model whose kv_channels is the default (Qwen2's must be).
-    if (arch == HfArch::Llama) j["head_dim"] = c.head_dim;
+    if (arch != HfArch::Qwen2) j["head_dim"] = c.head_dim;
     j["hidden_act"] = "silu";
     j["max_position_embeddings"] = c.max_positions;
     j["rms_norm_eps"] = c.norm_eps;
@@ -600,6 +614,8 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["initializer_range"] = c.init_std;
     if (arch == HfArch::Qwen2) {
       j["use_sliding_window"] = false;
+    } else if (arch == HfArch::Mistral) {
+      j["sliding_window"] = c.sliding_window;
     } else {
       j["attention_bias"] = false;
       j["mlp_bias"] = false;
@@ -625,6 +641,9 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
   } else if (type == "qwen2") {
     m.arch = HfArch::Qwen2;
     m.config = qwen2_from(k);
+  } else if (type == "mistral") {
+    m.arch = HfArch::Mistral;
+    m.config = mistral_from(k);
   } else if (type == "megatron-bert") {
     m.arch = HfArch::MegatronBert;
     m.config = megatron_bert_from(k);
@@ -633,13 +652,13 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
     m.config = t5_from(k, m.head_from_embedding);
   } else {
     throw UserError(fmt::format(
-        "{}: model_type \"{}\" cannot be imported (gpt2, llama, qwen2, megatron-bert and t5 can)", where,
+        "{}: model_type \"{}\" cannot be imported (gpt2, llama, qwen2, mistral, megatron-bert and t5 can)", where,
         printable(type)));
   }
   model::ModelConfig& c = m.config;
   c.padded_vocab = round_up(c.vocab, kVocabMultiple);
   checked_parameter_count(c, where);
-  c.seq_length = std::min(c.max_positions, kMaxSeqLength);
+  c.seq_length = std::min(c.longest_sequence(), kMaxSeqLength);
   return m;
 }
 

@@ -13,6 +13,7 @@ std::string_view architecture_name(HfArch arch) {
     case HfArch::Gpt2: return "GPT2LMHeadModel";
     case HfArch::Llama: return "LlamaForCausalLM";
     case HfArch::Qwen2: return "Qwen2ForCausalLM";
+    case HfArch::Mistral: return "MistralForCausalLM";
     case HfArch::MegatronBert: return "MegatronBertForPreTraining";
     case HfArch::T5: return "T5ForConditionalGeneration";
   }
@@ -272,7 +273,8 @@ HfLayout hf_layout(HfArch arch, const model::ModelConfig& c, bool head_from_embe
     case HfArch::T5: return t5(c, head_from_embedding);
     case HfArch::Gpt2: return gpt2(c);
     case HfArch::Llama:
-    case HfArch::Qwen2: return llama(arch, c);
+    case HfArch::Qwen2:
+    case HfArch::Mistral: return llama(arch, c);
     case HfArch::MegatronBert: return megatron_bert(c);
   }
   return gpt2(c);

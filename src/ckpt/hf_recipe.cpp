@@ -42,6 +42,7 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
   }
   if (rotary) {
     y += fmt::format("  rotary_base: {}\n  rotary_percent: {}\n", c.rotary_base, c.rotary_percent);
+    if (c.sliding_window > 0) y += fmt::format("  sliding_window: {}\n", c.sliding_window);
     if (c.rope_scaling != model::RopeScaling::None) {
       y += fmt::format("  rope_scaling: {}\n  rope_scaling_factor: {}\n", name_of(c.rope_scaling), c.rope_scaling_factor);
     }

@@ -58,7 +58,7 @@ generate::Engine GenerationModel::engine() const {
   return {.backend = *ctx.backend,
           .model = *ctx.model,
           .tokenizer = opened_.tokenizer(),
-          .max_positions = c.max_positions,
+          .max_positions = c.longest_sequence(),
           .vocab = std::min(c.vocab, c.padded_vocab)};
 }
 

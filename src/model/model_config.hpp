@@ -35,6 +35,10 @@ struct ModelConfig {
   int64_t rope_original_max_positions = 8192;
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
+  // Mistral's sliding-window attention: each token sees the last `sliding_window` positions
+  // (0: all). The engine computes full attention, which is the same function for sequences up
+  // to the window, so longer ones are refused (longest_sequence).
+  int64_t sliding_window = 0;
   int64_t relative_buckets = 32;        // T5 relative positions
   int64_t relative_max_distance = 128;
   NormKind norm = NormKind::LayerNorm;
@@ -76,6 +80,10 @@ struct ModelConfig {
   bool pooler = false;
 
   int64_t rotary_dim() const;
+  // The longest sequence the model computes as specified: its positions, or its window.
+  int64_t longest_sequence() const {
+    return sliding_window > 0 ? std::min(max_positions, sliding_window) : max_positions;
+  }
   int64_t total_layers() const { return num_layers + decoder_layers; }
   // T5: whether global layer `layer` is one of the decoder's.
   bool is_decoder_layer(int64_t layer) const { return encoder_decoder && layer >= num_layers; }

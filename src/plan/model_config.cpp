@@ -38,6 +38,7 @@ model::ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Deri
       .rope_original_max_positions = m.rope_original_max_position_embeddings.value_or(8192),
       .rope_low_freq_factor = m.rope_low_freq_factor.value_or(1.0),
       .rope_high_freq_factor = m.rope_high_freq_factor.value_or(4.0),
+      .sliding_window = m.sliding_window.value_or(0),
       .relative_buckets = m.relative_attention_num_buckets.value_or(32),
       .relative_max_distance = m.relative_attention_max_distance.value_or(128),
       .norm = m.normalization,

@@ -203,6 +203,15 @@ void check_fields(const Recipe& r, const Locator& where) {
     fail_at(where.at("model.position_embedding"),
             "model.position_embedding: relative is T5's relative position bias; use learned or "
             "rope for arch: gpt and bert");
+  if (m.sliding_window && m.arch != Arch::Gpt)
+    fail_at(where.at("model.sliding_window"), "model.sliding_window is Mistral's causal attention window: "
+                                              "arch: gpt only");
+  if (m.sliding_window && r.data.seq_length > *m.sliding_window)
+    fail_at(where.at("model.sliding_window"),
+            fmt::format("data.seq_length ({}) exceeds model.sliding_window ({}): the engine computes full "
+                        "attention, which equals the window's only for sequences up to it; lower "
+                        "data.seq_length to {} or less",
+                        r.data.seq_length, *m.sliding_window, *m.sliding_window));
   if (m.rope_scaling != RopeScaling::None && m.position_embedding != PositionEmbedding::Rotary)
     fail_at(where.at("model.rope_scaling"), "model.rope_scaling scales rotary frequencies: it needs "
                                             "model.position_embedding: rope");

@@ -58,6 +58,9 @@ struct ModelSection {
   std::optional<int64_t> rope_original_max_position_embeddings;  // llama3: 8192
   std::optional<double> rope_low_freq_factor;           // llama3: 1
   std::optional<double> rope_high_freq_factor;          // llama3: 4
+  // Mistral's sliding-window attention span; sequences past it are refused, since the engine's
+  // full attention equals the window's only up to it.
+  std::optional<int64_t> sliding_window;
   // T5's relative position bias (position_embedding: relative): buckets and the distance the
   // last bucket starts at (Megatron's --relative-attention-num-buckets / -max-distance).
   std::optional<int64_t> relative_attention_num_buckets;   // 32

@@ -146,6 +146,11 @@ std::vector<FieldSpec> model_fields() {
         "RoPE frequencies scaled for contexts past the trained one, as transformers' rope_type: "
         "linear (every frequency / factor) or llama3 (Llama 3.1: low frequencies / factor, high "
         "ones kept, a blend between)."),
+      m("sliding_window", &S::sliding_window,
+        "Sliding-window attention span (Mistral's sliding_window): each token attends to the last "
+        "this many positions. The engine computes full attention, the same function up to the "
+        "window, so data.seq_length and generated sequences past it are refused.",
+        derived("none: full attention", up_to(kMaxSequence, {.min = 1}))),
       m("rope_scaling_factor", &S::rope_scaling_factor, "RoPE scaling: the factor.",
         derived("8 for llama3; required for linear", {.min = 0, .min_exclusive = true})),
       m("rope_original_max_position_embeddings", &S::rope_original_max_position_embeddings,

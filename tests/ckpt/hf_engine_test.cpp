@@ -521,6 +521,14 @@ TEST(HuggingFaceEngine, Llama31ScaledRotaryImportComputesLlamaForCausalLMsLogits
   expect_same_function(c);
 }
 
+// Within its window, Mistral's attention is full attention: the Llama reference holds.
+TEST(HuggingFaceEngine, MistralImportWithinItsWindowComputesMistralForCausalLMsLogits) {
+  model::ModelConfig c = test_support::hf_tiny_llama();
+  c.sliding_window = 16;
+  ASSERT_EQ(hf_architecture(c), HfArch::Mistral);
+  expect_same_function(c);
+}
+
 TEST(HuggingFaceEngine, Qwen2ImportWithQkvBiasesComputesQwen2ForCausalLMsLogits) {
   const model::ModelConfig c = test_support::hf_tiny_qwen2();
   ASSERT_EQ(hf_architecture(c), HfArch::Qwen2);

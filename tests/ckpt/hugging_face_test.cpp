@@ -483,7 +483,7 @@ TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
     std::ofstream(hf / "config.json") << j.dump();
   };
   with("model_type", "bert");
-  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, qwen2, megatron-bert and t5"});
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, qwen2, mistral, megatron-bert and t5"});
   with("rope_scaling", nlohmann::json{{"type", "dynamic"}, {"factor", 2.0}});
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"rope_scaling"});
   with("hidden_act", "gelu");
@@ -836,6 +836,41 @@ TEST(HuggingFaceConfigKeys, Qwen2WithSlidingWindowsOnIsRefused) {
   nlohmann::json m = hub_qwen25();
   m["use_mrope"] = true;
   EXPECT_THAT(import_refusal(m), ::testing::HasSubstr("use_mrope = true is not supported"));
+}
+
+// mistralai/Mistral-7B-v0.1's config.json keys (sizes shrunk), and v0.3's (no window).
+nlohmann::json hub_mistral_v01() {
+  return nlohmann::json::parse(R"({"architectures": ["MistralForCausalLM"], "bos_token_id": 1,
+    "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 24, "initializer_range": 0.02,
+    "intermediate_size": 20, "max_position_embeddings": 32768, "model_type": "mistral",
+    "num_attention_heads": 6, "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0", "use_cache": true,
+    "vocab_size": 50})");
+}
+
+TEST(HuggingFaceConfigKeys, MistralsWindowBecomesTheLongestSequenceAndExportsAgain) {
+  EXPECT_EQ(import_refusal(hub_mistral_v01()), "");
+  const HfModel m = hf_model_from_config(hub_mistral_v01(), "dir/config.json");
+  EXPECT_EQ(m.arch, HfArch::Mistral);
+  EXPECT_EQ(m.config.sliding_window, 4096);
+  EXPECT_EQ(m.config.longest_sequence(), 4096);
+  EXPECT_LE(m.config.seq_length, 4096);
+  EXPECT_EQ(hf_architecture(m.config), HfArch::Mistral);
+  const nlohmann::json out = hf_config_json(HfArch::Mistral, m.config, tensor::DType::F32);
+  EXPECT_EQ(out["model_type"], "mistral");
+  EXPECT_EQ(out["sliding_window"], 4096);
+  nlohmann::json v03 = hub_mistral_v01();  // v0.2 on: no window, a larger base
+  v03["sliding_window"] = nullptr;
+  v03["rope_theta"] = 1000000.0;
+  v03["head_dim"] = 4;
+  v03["attention_dropout"] = 0.0;
+  const HfModel full = hf_model_from_config(v03, "dir/config.json");
+  EXPECT_EQ(full.config.sliding_window, 0);
+  EXPECT_EQ(full.config.longest_sequence(), 32768);
+  nlohmann::json odd = hub_mistral_v01();
+  odd["attention_bias"] = true;
+  EXPECT_THAT(import_refusal(odd), ::testing::HasSubstr("attention_bias = true is not understood"));
 }
 
 TEST(HuggingFaceConfigKeys, Gpt2sNctxMustBeItsPositions) {

@@ -142,6 +142,14 @@ TEST_F(RecipeTest, RopeScalingNeedsRotaryPositionsAndItsKeysNeedIt) {
               HasSubstr("must exceed model.rope_low_freq_factor"));
 }
 
+TEST_F(RecipeTest, SequencesPastTheSlidingWindowAreRefused) {
+  EXPECT_EQ(error_of(kMinimalRecipe, {"model.position_embedding=rope", "model.sliding_window=4096"}), "");
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.sliding_window=8"}),
+              HasSubstr("exceeds model.sliding_window (8): the engine computes full attention"));
+  EXPECT_THAT(error_of(kMinimalRecipe, {"model.arch=bert", "model.sliding_window=4096"}),
+              HasSubstr("arch: gpt only"));
+}
+
 TEST_F(RecipeTest, MaskingSettingsAreOnlyForBertAndT5) {
   for (const char* o : {"data.mask_prob=0.2", "data.short_seq_prob=0.2", "data.masking_max_ngram=2",
                         "data.masking_full_word=false", "data.vocab_extra_ids=10"}) {
