@@ -73,6 +73,7 @@ class HfPipeline final : public HfTokenizer {
   int64_t vocab_size() const override { return vocab_size_; }
   const SpecialTokens& special_tokens() const override { return special_; }
   std::optional<int32_t> id_of(std::string_view token) const override;
+  std::vector<int32_t> prompt_start() const override { return wrap_.before; }
 
  private:
   std::string decode(std::span<const int32_t> ids, bool skip_special) const;

@@ -36,6 +36,10 @@ class Tokenizer {
   virtual std::string token_text(int32_t id) const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual const SpecialTokens& special_tokens() const = 0;
+  // What the tokenizer's own library puts before a text it encodes for a model (tokenizer.json's
+  // post-processor: Llama's <s>, Llama 3's <|begin_of_text|>): prompts start with it, as
+  // transformers' tokenizer(prompt) and Megatron's HuggingFaceTokenizer start them.
+  virtual std::vector<int32_t> prompt_start() const { return {}; }
 };
 
 struct TokenizerFiles {

@@ -159,6 +159,8 @@ ApiRequest parse_megatron_request(const json& body, const data::Tokenizer& token
       ids.push_back(*eod);
     }
     if (p.get<std::string>().empty() && !add_bos) throw ApiError("Empty prompts require add_BOS=true");
+    const std::vector<int32_t> start = tokenizer.prompt_start();
+    ids.insert(ids.end(), start.begin(), start.end());
     const std::vector<int32_t> text = tokenizer.encode(p.get<std::string>());
     ids.insert(ids.end(), text.begin(), text.end());
     r.prompts.push_back(fit(std::move(ids), i, limits, o.max_tokens, tokenizer));
@@ -236,7 +238,9 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
     const json& p = prompts[i];
     std::vector<int32_t> ids;
     if (p.is_string()) {
-      ids = tokenizer.encode(p.get<std::string>());
+      ids = tokenizer.prompt_start();
+      const std::vector<int32_t> text = tokenizer.encode(p.get<std::string>());
+      ids.insert(ids.end(), text.begin(), text.end());
     } else if (p.is_array() && std::all_of(p.begin(), p.end(), [](const json& t) { return t.is_number_integer(); })) {
       for (const json& t : p) {
         const int64_t id = t.get<int64_t>();

@@ -43,6 +43,8 @@ std::vector<std::vector<int32_t>> tokenize(const GenerateJob& job,
         throw UserError("--add-bos: the tokenizer has no end-of-document token to start with");
       ids.push_back(*eod);
     }
+    const std::vector<int32_t> start = tokenizer.prompt_start();
+    ids.insert(ids.end(), start.begin(), start.end());
     const std::vector<int32_t> text = tokenizer.encode(texts[i]);
     ids.insert(ids.end(), text.begin(), text.end());
     const std::string which = job.prompts.empty() ? "the prompt" : fmt::format("prompt {}", i + 1);

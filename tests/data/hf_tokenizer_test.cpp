@@ -192,6 +192,16 @@ TEST(HfTokenizerJson, ReadsSpecialTokenRolesFromTokenizerConfig) {
   EXPECT_EQ(llama.special_tokens().cls, llama.id_of("<|begin_of_text|>"));
 }
 
+TEST(HfTokenizerJson, PromptsStartWithWhatThePostProcessorPutsFirst) {
+  Fixtures fixtures;
+  const HfTokenizer& llama = fixtures.get("bpe_llama3");
+  EXPECT_EQ(llama.prompt_start(), (std::vector<int32_t>{*llama.id_of("<|begin_of_text|>")}));
+  // [CLS] goes first for BERT; [SEP] at the end is no part of a prompt.
+  const HfTokenizer& bert = fixtures.get("wordpiece_bert");
+  EXPECT_EQ(bert.prompt_start(), (std::vector<int32_t>{*bert.id_of("[CLS]")}));
+  EXPECT_TRUE(fixtures.get("real_qwen2_5").prompt_start().empty());
+}
+
 // Damaged and hostile files: one line naming the file and the key.
 
 const char* kSmallBpe = R"({
