@@ -274,6 +274,7 @@ class SequenceDecoder final : public HfDecoder {
 }  // namespace
 
 std::unique_ptr<HfDecoder> make_hf_decoder(const HfJsonNode& node) {
+  node.check_nesting();
   const std::string type = node.type();
   if (type == "ByteLevel") {
     node.only({"add_prefix_space", "trim_offsets", "use_regex"});

@@ -28,6 +28,11 @@ std::string HfJsonNode::where() const {
 
 void HfJsonNode::fail(const std::string& message) const { throw UserError(where() + ": " + message); }
 
+void HfJsonNode::check_nesting() const {
+  constexpr int kMaxDepth = 64;
+  if (depth_ > kMaxDepth) fail("nests components more than " + std::to_string(kMaxDepth) + " deep");
+}
+
 HfJsonNode HfJsonNode::at(std::string_view key) const {
   auto found = find(key);
   if (!found) {
@@ -41,11 +46,11 @@ std::optional<HfJsonNode> HfJsonNode::find(std::string_view key) const {
   object();
   const auto it = value_->find(key);
   if (it == value_->end() || it->is_null()) return std::nullopt;
-  return HfJsonNode(*it, path_.empty() ? std::string(key) : path_ + "." + std::string(key), *file_);
+  return HfJsonNode(*it, path_.empty() ? std::string(key) : path_ + "." + std::string(key), *file_, depth_ + 1);
 }
 
 HfJsonNode HfJsonNode::at(std::size_t index) const {
-  return HfJsonNode((*value_)[index], path_ + "[" + std::to_string(index) + "]", *file_);
+  return HfJsonNode((*value_)[index], path_ + "[" + std::to_string(index) + "]", *file_, depth_ + 1);
 }
 
 const nlohmann::json& HfJsonNode::object() const {

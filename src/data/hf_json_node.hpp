@@ -13,11 +13,14 @@ namespace megatron::data {
 
 class HfJsonNode {
  public:
-  HfJsonNode(const nlohmann::json& value, std::string path, const std::string& file)
-      : value_(&value), path_(std::move(path)), file_(&file) {}
+  HfJsonNode(const nlohmann::json& value, std::string path, const std::string& file, int depth = 0)
+      : value_(&value), path_(std::move(path)), file_(&file), depth_(depth) {}
 
   const nlohmann::json& json() const { return *value_; }
   const std::string& path() const { return path_; }
+  // Refuses components nested past a depth no real file reaches (Sequences of Sequences ...), so
+  // that a hostile file cannot exhaust the stack of the recursive readers.
+  void check_nesting() const;
   // "FILE: PATH" for messages.
   std::string where() const;
   [[noreturn]] void fail(const std::string& message) const;
@@ -53,6 +56,7 @@ class HfJsonNode {
   const nlohmann::json* value_;
   std::string path_;
   const std::string* file_;
+  int depth_ = 0;
 };
 
 }  // namespace megatron::data

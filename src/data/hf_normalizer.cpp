@@ -176,6 +176,7 @@ class NormalizerSequence final : public HfNormalizer {
 }  // namespace
 
 std::unique_ptr<HfNormalizer> make_hf_normalizer(const HfJsonNode& node) {
+  node.check_nesting();
   const std::string type = node.type();
   if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
     node.only({});

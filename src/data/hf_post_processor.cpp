@@ -49,6 +49,7 @@ HfSpecialWrap read_template(const HfJsonNode& node) {
 }  // namespace
 
 HfSpecialWrap read_hf_post_processor(const HfJsonNode& node) {
+  node.check_nesting();
   const std::string type = node.type();
   if (type == "TemplateProcessing") return read_template(node);
   if (type == "BertProcessing" || type == "RobertaProcessing") {

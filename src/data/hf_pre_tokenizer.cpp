@@ -284,6 +284,7 @@ MetaspacePreTokenizer::Prepend parse_prepend(const HfJsonNode& node) {
 bool hf_metaspace_prepends(const HfJsonNode& node) { return parse_prepend(node) != MetaspacePreTokenizer::Prepend::Never; }
 
 std::unique_ptr<HfPreTokenizer> make_hf_pre_tokenizer(const HfJsonNode& node) {
+  node.check_nesting();
   const std::string type = node.type();
   if (type == "ByteLevel") {
     node.only({"add_prefix_space", "trim_offsets", "use_regex"});

@@ -288,6 +288,13 @@ TEST(HfTokenizerJson, RefusesATemplateNamingAnUnknownSpecialToken) {
   EXPECT_THAT(e, HasSubstr("'<s>' is not in special_tokens"));
 }
 
+TEST(HfTokenizerJson, RefusesSequencesNestedDeeperThanAnyRealFile) {
+  std::string nested = R"({"type": "Lowercase"})";
+  for (int i = 0; i < 2000; ++i) nested = R"({"type": "Sequence", "normalizers": [)" + nested + "]}";
+  EXPECT_THAT(refusal(with(kSmallBpe, R"("normalizer": null)", R"("normalizer": )" + nested)),
+              HasSubstr("nests components more than 64 deep"));
+}
+
 TEST(HfTokenizerJson, DecodeRefusesAnIdOutsideTheVocabulary) {
   TempDir dir;
   const auto t = load_hf_tokenizer(dir.write("tokenizer.json", kSmallBpe).string());
