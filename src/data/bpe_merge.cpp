@@ -1,8 +1,24 @@
 #include "data/bpe_merge.hpp"
 
+#include <atomic>
 #include <functional>
 
 namespace megatron::data {
+
+namespace {
+std::atomic<uint64_t> serials{1};
+}  // namespace
+
+uint64_t next_bpe_serial() { return serials.fetch_add(1); }
+
+BpeThreadState& bpe_thread_state(uint64_t serial) {
+  thread_local BpeThreadState state;
+  if (state.owner != serial) {
+    state.cache.clear();
+    state.owner = serial;
+  }
+  return state;
+}
 
 uint64_t hash_word(std::string_view word) {
   uint64_t h = 0x9E3779B97F4A7C15ULL ^ word.size();

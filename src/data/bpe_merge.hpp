@@ -168,6 +168,21 @@ struct BpeScratch {
   std::vector<int32_t> batch;  // positions of the pairs merged in the current round
 };
 
+// What one thread keeps for the BPE tokenizer it used last. encode() is const and called from
+// several threads at once; per-thread state needs no locks. Keyed by a serial number rather
+// than the address, which a later tokenizer may reuse.
+struct BpeThreadState {
+  uint64_t owner = 0;
+  WordCache cache;
+  BpeScratch scratch;
+};
+
+// A serial number for a new tokenizer.
+uint64_t next_bpe_serial();
+// The calling thread's state for the tokenizer numbered `serial`; the cache starts empty when
+// the thread last worked for another tokenizer.
+BpeThreadState& bpe_thread_state(uint64_t serial);
+
 // Merges `s.initial` by rank until no ranked pair is left and appends the result to `out`.
 // `merges[rank]` is the rule of that rank.
 void bpe_merge(std::span<const int32_t> initial, const MergeRanks& ranks, std::span<const BpeMerge> merges,

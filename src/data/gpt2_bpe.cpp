@@ -40,16 +40,6 @@ std::string read_file(const std::string& path, const char* what) {
   return std::move(contents).str();
 }
 
-// What one thread keeps for the tokenizer it used last. encode() is const and called from
-// several threads at once; per-thread state needs no locks. Keyed by a serial number rather
-// than the address, which a later tokenizer may reuse.
-struct ThreadState {
-  uint64_t owner = 0;
-  WordCache cache;
-  BpeScratch scratch;
-};
-
-std::atomic<uint64_t> next_serial{1};
 
 class Gpt2Bpe final : public Tokenizer {
  public:
@@ -68,7 +58,6 @@ class Gpt2Bpe final : public Tokenizer {
   void check_id(int32_t id) const;
   // Appends the BPE of `word` (two bytes or more) to `out`.
   void bpe(std::string_view word, BpeScratch& s, std::vector<int32_t>& out) const;
-  ThreadState& thread_state() const;
 
   std::vector<std::string> token_text_;    // by id, as vocab.json spells it
   std::string token_bytes_;                // every token's raw bytes, by id...
@@ -77,7 +66,7 @@ class Gpt2Bpe final : public Tokenizer {
   std::vector<BpeMerge> merges_;              // by rank
   std::unique_ptr<MergeRanks> ranks_;
   SpecialTokens special_;
-  uint64_t serial_ = next_serial.fetch_add(1);
+  uint64_t serial_ = next_bpe_serial();
 };
 
 Gpt2Bpe::Gpt2Bpe(const std::string& vocab_path, const std::string& merges_path) {
@@ -192,19 +181,10 @@ void Gpt2Bpe::load_merges(const std::string& path, const std::string& vocab_path
   ranks_ = std::make_unique<MergeRanks>(pairs);
 }
 
-ThreadState& Gpt2Bpe::thread_state() const {
-  thread_local ThreadState state;
-  if (state.owner != serial_) {
-    state.cache.clear();
-    state.owner = serial_;
-  }
-  return state;
-}
-
 std::vector<int32_t> Gpt2Bpe::encode(std::string_view text) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 4 + 16);  // English averages over four bytes a token
-  ThreadState& state = thread_state();
+  BpeThreadState& state = bpe_thread_state(serial_);
   Gpt2PreTokenizer pre(text);
   std::string_view word;
   while (pre.next(word)) {

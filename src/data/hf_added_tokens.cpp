@@ -8,53 +8,69 @@ namespace megatron::data {
 
 namespace {
 
-// The last / first character of a text (U+0000 for none).
-char32_t last_char(std::string_view text) {
-  if (text.empty()) return 0;
-  std::size_t at = text.size() - 1;
-  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
-  return unicode::decode(text.substr(at))[0].value;
+// The character that starts at byte `at` (U+FFFD for a byte that starts none) and its length.
+std::pair<char32_t, std::size_t> code_point_at(std::string_view text, std::size_t at) {
+  const unicode::CodePoint c = unicode::decode(text.substr(at, std::min<std::size_t>(4, text.size() - at)))[0];
+  return {c.value, c.length};
 }
 
-char32_t first_char(std::string_view text) {
-  if (text.empty()) return 0;
-  return unicode::decode(text.substr(0, std::min<std::size_t>(4, text.size())))[0].value;
+// Where the character that ends just before byte `at` starts.
+std::size_t previous_code_point(std::string_view text, std::size_t at) {
+  std::size_t k = at - 1;
+  while (k > 0 && at - k < 4 && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) --k;
+  return k;
 }
 
-// Where the whitespace run that ends `text` begins.
-std::size_t trailing_space_start(std::string_view text) {
-  const auto points = unicode::decode(text);
-  std::size_t at = text.size();
-  for (std::size_t i = points.size(); i-- > 0 && unicode::is_whitespace(points[i].value);) at = points[i].offset;
-  return at;
-}
-
-// How long the whitespace run that starts `text` is.
-std::size_t leading_space_length(std::string_view text) {
-  std::size_t n = 0;
-  for (const unicode::CodePoint& c : unicode::decode(text)) {
-    if (!unicode::is_whitespace(c.value)) break;
-    n = c.offset + c.length;
+// Where the whitespace run that ends at byte `end` begins: walked back one character at a time,
+// so that the cost is the run's, not the text's.
+std::size_t trailing_space_start(std::string_view text, std::size_t end) {
+  while (end > 0) {
+    const std::size_t k = previous_code_point(text, end);
+    if (!unicode::is_whitespace(code_point_at(text, k).first)) break;
+    end = k;
   }
-  return n;
+  return end;
+}
+
+// Where the whitespace run that starts at byte `begin` ends.
+std::size_t leading_space_end(std::string_view text, std::size_t begin) {
+  while (begin < text.size()) {
+    const auto [c, length] = code_point_at(text, begin);
+    if (!unicode::is_whitespace(c)) break;
+    begin += length;
+  }
+  return begin;
 }
 
 }  // namespace
 
-void HfAddedTokenMatcher::add(std::string spelling, const HfAddedToken& token) {
+void HfAddedTokenMatcher::add(const std::string& spelling, const HfAddedToken& token) {
   if (spelling.empty()) return;
-  // The same spelling twice: the later token takes it.
-  for (Entry& e : tokens_) {
-    if (e.spelling == spelling) {
-      e.token = token;
-      return;
-    }
+  int32_t node = 0;
+  for (const char c : spelling) {
+    const uint64_t edge = uint64_t(node) << 8 | static_cast<unsigned char>(c);
+    const auto [it, added] = edges_.try_emplace(edge, static_cast<int32_t>(token_at_.size()));
+    if (added) token_at_.push_back(-1);
+    node = it->second;
   }
-  tokens_.push_back({std::move(spelling), token});
-  auto& list = by_first_byte_[static_cast<unsigned char>(tokens_.back().spelling[0])];
-  list.push_back(tokens_.size() - 1);
-  std::stable_sort(list.begin(), list.end(),
-                   [&](std::size_t a, std::size_t b) { return tokens_[a].spelling.size() > tokens_[b].spelling.size(); });
+  if (token_at_[node] >= 0) {
+    tokens_[token_at_[node]] = token;
+    return;
+  }
+  token_at_[node] = static_cast<int32_t>(tokens_.size());
+  tokens_.push_back(token);
+}
+
+std::pair<int32_t, std::size_t> HfAddedTokenMatcher::longest_at(std::string_view text, std::size_t at) const {
+  std::pair<int32_t, std::size_t> best{-1, 0};
+  int32_t node = 0;
+  for (std::size_t i = at; i < text.size(); ++i) {
+    const auto it = edges_.find(uint64_t(node) << 8 | static_cast<unsigned char>(text[i]));
+    if (it == edges_.end()) break;
+    node = it->second;
+    if (token_at_[node] >= 0) best = {token_at_[node], i + 1 - at};
+  }
+  return best;
 }
 
 std::vector<HfSegment> HfAddedTokenMatcher::split(std::string_view text) const {
@@ -64,30 +80,25 @@ std::vector<HfSegment> HfAddedTokenMatcher::split(std::string_view text) const {
   std::size_t pos = 0;
   while (pos < text.size()) {
     // The leftmost match, and the longest there.
-    const Entry* match = nullptr;
+    std::pair<int32_t, std::size_t> match{-1, 0};
     std::size_t at = pos;
-    for (; at < text.size() && !match; ++at) {
-      for (const std::size_t k : by_first_byte_[static_cast<unsigned char>(text[at])]) {
-        if (text.compare(at, tokens_[k].spelling.size(), tokens_[k].spelling) == 0) {
-          match = &tokens_[k];
-          break;
-        }
-      }
-      if (match) break;
+    for (; at < text.size(); ++at) {
+      match = longest_at(text, at);
+      if (match.first >= 0) break;
     }
-    if (!match) break;
+    if (match.first < 0) break;
     std::size_t start = at;
-    std::size_t stop = at + match->spelling.size();
+    std::size_t stop = at + match.second;
     pos = stop;  // the automaton goes on after the match, whether or not it is kept
-    const HfAddedToken& token = match->token;
+    const HfAddedToken& token = tokens_[match.first];
     if (token.single_word) {
-      const bool space_before = start == 0 || !unicode::is_word(last_char(text.substr(0, start)));
-      const bool space_after = stop == text.size() || !unicode::is_word(first_char(text.substr(stop)));
+      const bool space_before = start == 0 || !unicode::is_word(code_point_at(text, previous_code_point(text, start)).first);
+      const bool space_after = stop == text.size() || !unicode::is_word(code_point_at(text, stop).first);
       if (!space_before || !space_after) continue;
     }
     if (start < start_offset) continue;  // inside the spaces an rstrip token took
-    if (token.lstrip) start = std::max(trailing_space_start(text.substr(0, start)), start_offset);
-    if (token.rstrip) stop += leading_space_length(text.substr(stop));
+    if (token.lstrip) start = std::max(trailing_space_start(text, start), start_offset);
+    if (token.rstrip) stop = leading_space_end(text, stop);
     if (start_offset < start) out.push_back({{start_offset, start}, -1});
     out.push_back({{start, stop}, token.id});
     start_offset = stop;

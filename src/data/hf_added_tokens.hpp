@@ -2,10 +2,11 @@
 // first), with their lstrip / rstrip / single_word / normalized flags, as `tokenizers`.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "data/unicode_regex.hpp"
@@ -29,22 +30,25 @@ struct HfSegment {
 };
 
 // The tokens matched in one of the two passes: on raw text (normalized == false) or on
-// normalized text (normalized == true, matched by their normalized spelling).
+// normalized text (normalized == true, matched by their normalized spelling). A byte trie, so
+// that finding the longest token at a position costs the token's length, however many there are.
 class HfAddedTokenMatcher {
  public:
-  void add(std::string spelling, const HfAddedToken& token);
+  // Adds `token` under `spelling` (empty spellings are never matched; a spelling given twice
+  // keeps the later token, as tokenizers' map does).
+  void add(const std::string& spelling, const HfAddedToken& token);
   bool empty() const { return tokens_.empty(); }
   // tokenizers' find_matches: the text cut at each match, covering it all; empty text is one
   // empty segment.
   std::vector<HfSegment> split(std::string_view text) const;
 
  private:
-  struct Entry {
-    std::string spelling;
-    HfAddedToken token;
-  };
-  std::vector<Entry> tokens_;
-  std::array<std::vector<std::size_t>, 256> by_first_byte_;  // longest first
+  // The longest token that starts at `at`, as (index into tokens_, length); index -1 for none.
+  std::pair<int32_t, std::size_t> longest_at(std::string_view text, std::size_t at) const;
+
+  std::vector<HfAddedToken> tokens_;
+  std::unordered_map<uint64_t, int32_t> edges_;  // (node << 8 | byte) -> node; node 0 is the root
+  std::vector<int32_t> token_at_{-1};            // the token ending at each node, or -1
 };
 
 }  // namespace megatron::data

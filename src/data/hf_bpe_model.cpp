@@ -6,20 +6,11 @@
 
 #include "core/printable.hpp"
 #include "data/bpe_merge.hpp"
-#include "data/hf_wordpiece_model.hpp"
 #include "data/unicode.hpp"
 
 namespace megatron::data {
 
 namespace {
-
-std::atomic<uint64_t> next_hf_bpe_serial{1};
-
-struct HfBpeThreadState {
-  uint64_t owner = 0;
-  WordCache cache;
-  BpeScratch scratch;
-};
 
 class BpeModel final : public HfModel {
  public:
@@ -28,7 +19,6 @@ class BpeModel final : public HfModel {
 
  private:
   void initial_symbols(std::string_view word, std::vector<int32_t>& symbols) const;
-  HfBpeThreadState& thread_state() const;
 
   std::vector<BpeMerge> merges_;
   std::unique_ptr<MergeRanks> ranks_;
@@ -39,7 +29,7 @@ class BpeModel final : public HfModel {
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;
   std::array<int32_t, 256> byte_ids_{};  // <0xXX> tokens, -1 where missing
-  uint64_t serial_ = next_hf_bpe_serial.fetch_add(1);
+  uint64_t serial_ = next_bpe_serial();
 };
 
 BpeModel::BpeModel(const HfJsonNode& node) {
@@ -54,18 +44,12 @@ BpeModel::BpeModel(const HfJsonNode& node) {
   byte_fallback_ = node.boolean_or("byte_fallback", false);
   ignore_merges_ = node.boolean_or("ignore_merges", false);
 
-  const HfJsonNode vocab = node.at("vocab");
-  expect_entries(vocab.object().size());
-  read_hf_vocab_object(vocab, [&](const std::string& token, int64_t id) { add_token(token, id, vocab); });
+  read_vocab_object(node.at("vocab"));
   if (const auto unk = node.find("unk_token")) {
     unk_ = id_of(unk->string());
     if (!unk_) unk->fail("the unknown token '" + printable(unk->string(), 40) + "' is not in the vocabulary");
   }
-  for (int b = 0; b < 256; ++b) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    const std::string name = std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">";
-    byte_ids_[b] = id_of(name).value_or(-1);
-  }
+  byte_ids_ = byte_fallback_ids();
 
   const HfJsonNode merges = node.at("merges");
   merges.array();
@@ -107,15 +91,6 @@ BpeModel::BpeModel(const HfJsonNode& node) {
     pairs.emplace_back(*left_id, *right_id);
   }
   ranks_ = std::make_unique<MergeRanks>(pairs);
-}
-
-HfBpeThreadState& BpeModel::thread_state() const {
-  thread_local HfBpeThreadState state;
-  if (state.owner != serial_) {
-    state.cache.clear();
-    state.owner = serial_;
-  }
-  return state;
 }
 
 // tokenizers' merge_word before merging: each character as a token (with the prefix after the
@@ -174,7 +149,7 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
       return;
     }
   }
-  HfBpeThreadState& state = thread_state();
+  BpeThreadState& state = bpe_thread_state(serial_);
   const uint64_t hash = hash_word(piece);
   std::size_t count = 0;
   if (const int32_t* ids = state.cache.find(piece, hash, count)) {

@@ -10,53 +10,6 @@
 
 namespace megatron::data {
 
-std::string utf8_lossy(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  std::size_t i = 0;
-  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(bytes[k]); };
-  while (i < bytes.size()) {
-    const unsigned char b = at(i);
-    std::size_t need = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    if (b < 0x80) {
-      out.push_back(static_cast<char>(b));
-      ++i;
-      continue;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      need = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      need = 2;
-      if (b == 0xE0) lo = 0xA0;
-      if (b == 0xED) hi = 0x9F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      need = 3;
-      if (b == 0xF0) lo = 0x90;
-      if (b == 0xF4) hi = 0x8F;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    // The longest valid prefix of a sequence is one replacement (the WHATWG / Rust rule).
-    std::size_t k = 1;
-    for (; k <= need && i + k < bytes.size(); ++k) {
-      const unsigned char c = at(i + k);
-      const unsigned char l = k == 1 ? lo : 0x80;
-      const unsigned char h = k == 1 ? hi : 0xBF;
-      if (c < l || c > h) break;
-    }
-    if (k == need + 1) {
-      out.append(bytes.substr(i, k));
-    } else {
-      out += "\xEF\xBF\xBD";
-    }
-    i += k;
-  }
-  return out;
-}
-
 namespace {
 
 class ByteLevelDecoder final : public HfDecoder {
@@ -83,7 +36,7 @@ class ByteLevelDecoder final : public HfDecoder {
         bytes += token;
       }
     }
-    tokens.assign(1, utf8_lossy(bytes));
+    tokens.assign(1, unicode::utf8_lossy(bytes));
   }
 
  private:
@@ -177,7 +130,7 @@ class ByteFallbackDecoder final : public HfDecoder {
     std::string bytes;
     const auto flush = [&] {
       if (bytes.empty()) return;
-      if (utf8_lossy(bytes) == bytes) {
+      if (unicode::is_valid_utf8(bytes)) {
         out.push_back(bytes);
       } else {
         for (std::size_t i = 0; i < bytes.size(); ++i) out.emplace_back("\xEF\xBF\xBD");

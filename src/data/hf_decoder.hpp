@@ -19,7 +19,4 @@ class HfDecoder {
 
 std::unique_ptr<HfDecoder> make_hf_decoder(const HfJsonNode& node);
 
-// Bytes as Rust's String::from_utf8_lossy reads them: each maximal invalid sequence is U+FFFD.
-std::string utf8_lossy(std::string_view bytes);
-
 }  // namespace megatron::data

@@ -1,6 +1,7 @@
 #include "data/hf_model.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/printable.hpp"
 #include "data/hf_bpe_model.hpp"
@@ -39,6 +40,28 @@ void HfModel::add_token(const std::string& token, int64_t id, const HfJsonNode& 
     where.fail("the token '" + printable(token, 60) + "' is listed twice");
   }
   tokens_[id] = token;
+}
+
+void HfModel::read_vocab_object(const HfJsonNode& vocab) {
+  expect_entries(vocab.object().size());
+  for (const auto& [token, value] : vocab.object().items()) {
+    if (!value.is_number_integer()) {
+      vocab.fail("the token '" + printable(token, 60) + "' has id " + printable(value.dump(), 40) + "; ids are integers");
+    }
+    if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(kHfMaxVocabulary)) {
+      vocab.fail("the token '" + printable(token, 60) + "' has id " + value.dump() + "; ids are below 2^24");
+    }
+    add_token(token, value.get<int64_t>(), vocab);
+  }
+}
+
+std::array<int32_t, 256> HfModel::byte_fallback_ids() const {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::array<int32_t, 256> ids{};
+  for (int b = 0; b < 256; ++b) {
+    ids[b] = id_of(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">").value_or(-1);
+  }
+  return ids;
 }
 
 std::unique_ptr<HfModel> make_hf_model(const HfJsonNode& node) {

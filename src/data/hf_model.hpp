@@ -2,6 +2,7 @@
 // turns one pre-token into ids, each as Hugging Face `tokenizers` does it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,8 @@ class HfModel {
   const std::string* token_of(int32_t id) const;
   // Entries in the vocabulary (tokenizers' get_vocab_size: where added tokens start).
   int64_t entries() const { return static_cast<int64_t>(ids_.size()); }
+  // One past the largest id (above entries() when the vocabulary has holes).
+  int64_t id_bound() const { return static_cast<int64_t>(tokens_.size()); }
 
  protected:
   // Before add_token: the vocabulary has `count` entries, so ids stay below count + 65,536
@@ -39,6 +42,10 @@ class HfModel {
   void expect_entries(std::size_t count);
   // Records one entry; refuses an id given twice or out of bounds.
   void add_token(const std::string& token, int64_t id, const HfJsonNode& where);
+  // A {"token": id} vocabulary (BPE, WordPiece, WordLevel): expect_entries, then add_token each.
+  void read_vocab_object(const HfJsonNode& vocab);
+  // The ids of the byte-fallback tokens <0x00>..<0xFF>, -1 where the vocabulary lacks one.
+  std::array<int32_t, 256> byte_fallback_ids() const;
 
   HfTokenIds ids_;
   std::vector<std::optional<std::string>> tokens_;  // by id

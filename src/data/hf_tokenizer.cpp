@@ -17,6 +17,7 @@
 #include "data/hf_normalizer.hpp"
 #include "data/hf_post_processor.hpp"
 #include "data/hf_pre_tokenizer.hpp"
+#include "data/unicode.hpp"
 
 namespace megatron::data {
 
@@ -112,12 +113,7 @@ HfPipeline::HfPipeline(const fs::path& file, const nlohmann::json& root, const n
   if (const auto p = top.find("post_processor")) wrap_ = read_hf_post_processor(*p);
   // truncation and padding are left out, as transformers turns them off for every call that
   // does not ask for them.
-  for (int64_t id = static_cast<int64_t>(model_->entries()); id-- > 0;) {
-    if (model_->token_of(static_cast<int32_t>(id))) {
-      vocab_size_ = id + 1;
-      break;
-    }
-  }
+  vocab_size_ = model_->id_bound();
   if (const auto list = top.find("added_tokens")) read_added_tokens(*list);
   for (const int32_t id : wrap_.before) {
     if (!token_of(id)) top.at("post_processor").fail("adds id " + std::to_string(id) + ", which no token has");
@@ -232,8 +228,8 @@ std::vector<int32_t> HfPipeline::encode(std::string_view text) const {
   // Text reaches `tokenizers` as a Rust string, which is valid UTF-8; here bytes that are not
   // become U+FFFD, as Python's errors="replace" would make them.
   std::string valid;
-  if (utf8_lossy(text) != text) {
-    valid = utf8_lossy(text);
+  if (!unicode::is_valid_utf8(text)) {
+    valid = unicode::utf8_lossy(text);
     text = valid;
   }
   std::vector<int32_t> out;

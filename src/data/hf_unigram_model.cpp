@@ -40,10 +40,7 @@ class UnigramModel final : public HfModel {
       unk_ = static_cast<int32_t>(unk->integer(0, static_cast<int64_t>(vocab.size()) - 1));
     }
     byte_fallback_ = node.boolean_or("byte_fallback", false);
-    for (int b = 0; b < 256; ++b) {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      byte_ids_[b] = id_of(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">").value_or(-1);
-    }
+    byte_ids_ = byte_fallback_ids();
   }
 
   void tokenize(std::string_view piece, std::vector<int32_t>& out) const override {

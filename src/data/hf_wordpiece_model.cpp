@@ -8,24 +8,13 @@
 
 namespace megatron::data {
 
-void read_hf_vocab_object(const HfJsonNode& vocab, const std::function<void(const std::string&, int64_t)>& add) {
-  for (const auto& [token, value] : vocab.object().items()) {
-    if (!value.is_number_integer()) {
-      vocab.fail("the token '" + printable(token, 60) + "' has id " + printable(value.dump(), 40) + "; ids are integers");
-    }
-    add(token, value.is_number_unsigned() && value.get<uint64_t>() > INT32_MAX ? -1 : value.get<int64_t>());
-  }
-}
-
 namespace {
 
 class WordPieceModel final : public HfModel {
  public:
   explicit WordPieceModel(const HfJsonNode& node) {
     node.only({"unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"});
-    const HfJsonNode vocab = node.at("vocab");
-    expect_entries(vocab.object().size());
-    read_hf_vocab_object(vocab, [&](const std::string& token, int64_t id) { add_token(token, id, vocab); });
+    read_vocab_object(node.at("vocab"));
     const HfJsonNode unk = node.at("unk_token");
     const auto unk_id = id_of(unk.string());
     if (!unk_id) unk.fail("the unknown token '" + printable(unk.string(), 40) + "' is not in the vocabulary");
@@ -34,6 +23,7 @@ class WordPieceModel final : public HfModel {
     if (const auto max = node.find("max_input_chars_per_word")) {
       max_chars_ = static_cast<std::size_t>(max->integer(0, INT32_MAX));
     }
+    for (const auto& [token, id] : ids_) longest_token_ = std::max(longest_token_, token.size());
   }
 
   // Longest vocabulary match first, from the left; a word with any unmatched rest is [UNK].
@@ -48,9 +38,14 @@ class WordPieceModel final : public HfModel {
     std::string candidate;
     while (start < points.size()) {
       std::optional<int32_t> found;
-      std::size_t end = points.size();
+      // No vocabulary entry is longer than the longest token, so the search starts at the
+      // longest candidate that fits: the same result, but a long word (max_input_chars_per_word
+      // can be large) costs its length times the longest token, not its square.
+      const std::size_t b = points[start].offset;
+      const std::size_t room = longest_token_ - std::min(longest_token_, start > 0 ? prefix_.size() : 0);
+      std::size_t end = start;
+      while (end < points.size() && points[end].offset + points[end].length - b <= room) ++end;
       for (; end > start; --end) {
-        const std::size_t b = points[start].offset;
         const std::size_t e = points[end - 1].offset + points[end - 1].length;
         candidate.clear();
         if (start > 0) candidate += prefix_;
@@ -71,15 +66,14 @@ class WordPieceModel final : public HfModel {
   int32_t unk_ = 0;
   std::string prefix_;
   std::size_t max_chars_ = 100;
+  std::size_t longest_token_ = 0;  // bytes
 };
 
 class WordLevelModel final : public HfModel {
  public:
   explicit WordLevelModel(const HfJsonNode& node) {
     node.only({"unk_token", "vocab"});
-    const HfJsonNode vocab = node.at("vocab");
-    expect_entries(vocab.object().size());
-    read_hf_vocab_object(vocab, [&](const std::string& token, int64_t id) { add_token(token, id, vocab); });
+    read_vocab_object(node.at("vocab"));
     if (const auto unk = node.find("unk_token")) {
       unk_ = id_of(unk->string());
       unk_name_ = unk->string();

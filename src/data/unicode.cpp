@@ -33,6 +33,70 @@ void append_utf8(std::string& out, char32_t value) {
 }
 
 namespace {
+
+// At byte i: the length of the well-formed sequence there, or 0 and in `bad` the length of its
+// longest well-formed prefix (at least 1), which Unicode replaces as one.
+std::size_t utf8_sequence(std::string_view bytes, std::size_t i, std::size_t& bad) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(bytes[k]); };
+  const unsigned char b = at(i);
+  if (b < 0x80) return 1;
+  std::size_t need = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    need = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    need = 2;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    need = 3;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    bad = 1;
+    return 0;
+  }
+  std::size_t k = 1;
+  for (; k <= need && i + k < bytes.size(); ++k) {
+    const unsigned char c = at(i + k);
+    if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) break;
+  }
+  if (k == need + 1) return k;
+  bad = k;
+  return 0;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text, i, bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string utf8_lossy(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::size_t bad = 0;
+    const std::size_t n = utf8_sequence(bytes, i, bad);
+    if (n > 0) {
+      out.append(bytes.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      i += bad;
+    }
+  }
+  return out;
+}
+
+namespace {
 utf8proc_category_t category(char32_t c) {
   return static_cast<utf8proc_category_t>(utf8proc_category(static_cast<utf8proc_int32_t>(c)));
 }

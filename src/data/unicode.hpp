@@ -22,6 +22,13 @@ std::vector<CodePoint> decode(std::string_view text);
 
 void append_utf8(std::string& out, char32_t value);
 
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlongs, surrogates or code points past
+// U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+// Bytes as Rust's String::from_utf8_lossy reads them: each maximal ill-formed subpart becomes one
+// U+FFFD (so the same text `tokenizers` decodes to).
+std::string utf8_lossy(std::string_view bytes);
+
 bool is_letter(char32_t c);       // general category L*
 bool is_number(char32_t c);       // general category N*
 bool is_whitespace(char32_t c);   // White_Space property (\s in regex engines)

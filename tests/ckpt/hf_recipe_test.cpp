@@ -37,7 +37,15 @@ void expect_same_model(const model::ModelConfig& got, const model::ModelConfig& 
   if (want.position == model::PositionEmbedding::Rotary) {
     EXPECT_EQ(got.rotary_base, want.rotary_base);
     EXPECT_EQ(got.rotary_percent, want.rotary_percent);
+    EXPECT_EQ(got.rope_scaling, want.rope_scaling);
+    if (want.rope_scaling != model::RopeScaling::None) EXPECT_EQ(got.rope_scaling_factor, want.rope_scaling_factor);
+    if (want.rope_scaling == model::RopeScaling::Llama3) {
+      EXPECT_EQ(got.rope_original_max_positions, want.rope_original_max_positions);
+      EXPECT_EQ(got.rope_low_freq_factor, want.rope_low_freq_factor);
+      EXPECT_EQ(got.rope_high_freq_factor, want.rope_high_freq_factor);
+    }
   }
+  EXPECT_EQ(got.sliding_window, want.sliding_window);
   if (want.position == model::PositionEmbedding::Relative) {
     EXPECT_EQ(got.relative_buckets, want.relative_buckets);
     EXPECT_EQ(got.relative_max_distance, want.relative_max_distance);
@@ -62,6 +70,27 @@ TEST(HfRecipe, AGpt2ImportsRecipeDescribesTheImportedModel) {
 TEST(HfRecipe, ALlamaImportsRecipeDescribesTheImportedModel) {
   const model::ModelConfig c = test_support::hf_tiny_llama();
   expect_same_model(read_back({.arch = HfArch::Llama, .config = c}), c);
+}
+
+// The keys an import writes for today's families act: Qwen2's query/key/value biases, Llama
+// 3.1's scaled rotary frequencies, Mistral's window.
+TEST(HfRecipe, Qwen2Llama31AndMistralImportsRecipesDescribeTheImportedModels) {
+  const model::ModelConfig qwen = test_support::hf_tiny_qwen2();
+  expect_same_model(read_back({.arch = HfArch::Qwen2, .config = qwen}), qwen);
+  model::ModelConfig llama31 = test_support::hf_tiny_llama();
+  llama31.rope_scaling = model::RopeScaling::Llama3;
+  llama31.rope_scaling_factor = 32.0;
+  llama31.rope_original_max_positions = 64;
+  llama31.rope_low_freq_factor = 2.0;
+  llama31.rope_high_freq_factor = 8.0;
+  expect_same_model(read_back({.arch = HfArch::Llama, .config = llama31}), llama31);
+  model::ModelConfig linear = test_support::hf_tiny_llama();
+  linear.rope_scaling = model::RopeScaling::Linear;
+  linear.rope_scaling_factor = 4.0;
+  expect_same_model(read_back({.arch = HfArch::Llama, .config = linear}), linear);
+  model::ModelConfig mistral = test_support::hf_tiny_llama();
+  mistral.sliding_window = 16;
+  expect_same_model(read_back({.arch = HfArch::Mistral, .config = mistral}), mistral);
 }
 
 TEST(HfRecipe, AT5ImportsRecipeDescribesTheImportedModel) {

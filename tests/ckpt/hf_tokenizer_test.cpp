@@ -66,6 +66,37 @@ TEST(HfTokenizer, EachKindIsWrittenAndFoundAgain) {
   }
 }
 
+// tokenizer.json (what transformers 5 saves) is copied with its own tokenizer_config.json, or
+// given one naming the fast tokenizer; found again first, before the slow tokenizers' files.
+TEST(HfTokenizer, ATokenizerJsonIsWrittenWithItsConfigAndFoundFirst) {
+  test_support::TempDir dir;
+  const fs::path source = dir.path() / "source";
+  fs::create_directories(source);
+  std::ofstream(source / "tokenizer.json") << R"({"model": {"type": "BPE"}})";
+  std::ofstream(source / "tokenizer_config.json") << R"({"eos_token": "<|im_end|>", "chat_template": "x"})";
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  write_hf_tokenizer({.kind = recipe::Tokenizer::HuggingFace, .tokenizer_model = source.string()}, out, 1024);
+  EXPECT_EQ(slurp(out / "tokenizer.json"), slurp(source / "tokenizer.json"));
+  EXPECT_EQ(slurp(out / "tokenizer_config.json"), slurp(source / "tokenizer_config.json"));
+  // A directory with both kinds of files: AutoTokenizer loads the fast one, and so does the import.
+  std::ofstream(out / "vocab.json") << "{}";
+  std::ofstream(out / "merges.txt") << "";
+  const auto found = find_hf_tokenizer(out);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->kind, recipe::Tokenizer::HuggingFace);
+  EXPECT_EQ(found->tokenizer_model, (out / "tokenizer.json").string());
+
+  const fs::path bare = dir.path() / "bare";
+  fs::create_directories(bare);
+  fs::remove(source / "tokenizer_config.json");
+  write_hf_tokenizer({.kind = recipe::Tokenizer::HuggingFace, .tokenizer_model = (source / "tokenizer.json").string()},
+                     bare, 1024);
+  const auto config = nlohmann::json::parse(slurp(bare / "tokenizer_config.json"));
+  EXPECT_EQ(config["tokenizer_class"], "PreTrainedTokenizerFast");
+  EXPECT_EQ(config["model_max_length"], 1024);
+}
+
 TEST(HfTokenizer, AKindWithoutItsFilesIsAUserError) {
   test_support::TempDir dir;
   EXPECT_THROW(write_hf_tokenizer({.kind = recipe::Tokenizer::Gpt2Bpe, .vocab_file = kData + "gpt2/vocab.json"},

@@ -295,6 +295,51 @@ TEST(HfTokenizerJson, RefusesSequencesNestedDeeperThanAnyRealFile) {
               HasSubstr("nests components more than 64 deep"));
 }
 
+// Hostile sizes cost what real ones do per token: 20,000 added tokens (a trie, not a scan of
+// them at each position) and a 100,000-character WordPiece word (no candidate longer than the
+// longest token is looked up). The results are the ordinary ones.
+TEST(HfTokenizerJson, ManyAddedTokensAndLongWordsStayLinear) {
+  std::string added;
+  for (int i = 0; i < 20000; ++i) {
+    added += (i ? "," : "") + std::string(R"({"id": )") + std::to_string(4 + i) + R"(, "content": "<t)" +
+             std::to_string(i) + R"(>", "single_word": false, "lstrip": true, "rstrip": true, "normalized": false, "special": true})";
+  }
+  const std::string json = with(kSmallBpe, R"("added_tokens": [])", R"("added_tokens": [)" + added + "]");
+  TempDir dir;
+  const auto t = load_hf_tokenizer(dir.write("tokenizer.json", json).string());
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "ab  <t19999>  <t4";  // "<t4" is no token's whole text
+  const auto ids = t->encode(text);
+  ASSERT_EQ(ids.size(), 40000u);
+  EXPECT_EQ(ids[0], 2);          // "ab"; lstrip takes the spaces before the token,
+  EXPECT_EQ(ids[1], 4 + 19999);  // rstrip those after it; "<t4" has no ids in this vocabulary
+
+  const std::string wordpiece = R"({"model": {"type": "WordPiece", "unk_token": "[UNK]",
+      "continuing_subword_prefix": "##", "max_input_chars_per_word": 1000000,
+      "vocab": {"[UNK]": 0, "a": 1, "##a": 2, "##aa": 3}}})";
+  const auto w = load_hf_tokenizer(dir.write("wp/tokenizer.json", wordpiece).string());
+  const auto pieces = w->encode(std::string(100001, 'a'));
+  ASSERT_EQ(pieces.size(), 1u + 50000u);
+  EXPECT_EQ(pieces[0], 1);
+  EXPECT_EQ(pieces[1], 3);
+  EXPECT_EQ(pieces.back(), 3);
+}
+
+TEST(HfTokenizerJson, AVocabularyWithHolesCountsUpToItsLargestId) {
+  const auto t = [&] {
+    TempDir dir;
+    return load_hf_tokenizer(dir.write("tokenizer.json", with(kSmallBpe, R"("ab": 2)", R"("ab": 9)")).string());
+  }();
+  EXPECT_EQ(t->vocab_size(), 10);
+  EXPECT_EQ(t->token_text(9), "ab");
+  EXPECT_EQ(t->encode("ab"), (std::vector<int32_t>{9}));
+}
+
+TEST(HfTokenizerJson, AnIdPastAnyIntegerIsRefusedAsItIsWritten) {
+  EXPECT_THAT(refusal(with(kSmallBpe, R"("ab": 2)", R"("ab": 18446744073709551615)")),
+              HasSubstr("has id 18446744073709551615"));
+}
+
 TEST(HfTokenizerJson, DecodeRefusesAnIdOutsideTheVocabulary) {
   TempDir dir;
   const auto t = load_hf_tokenizer(dir.write("tokenizer.json", kSmallBpe).string());

@@ -64,6 +64,23 @@ TEST(MegatronApi, FieldsBecomeTheOptionsTheyName) {
   EXPECT_EQ(r.prompts[0].front(), 50256);  // add_BOS: end of document first
 }
 
+// A tokenizer.json whose post-processor puts <|begin_of_text|> first (Llama 3's shape): text
+// prompts start with it, as transformers' tokenizer(prompt) starts them; id prompts are as given.
+TEST(MegatronApi, TextPromptsStartWithWhatTheTokenizersLibraryPutsFirst) {
+  static const auto llama3 = data::make_tokenizer(
+      data::TokenizerKind::HuggingFace,
+      {.tokenizer_model = std::string(MEGATRON_SOURCE_DIR) + "/tests/data/hf_tokenizers/bpe_llama3"});
+  const std::vector<int32_t> start = llama3->prompt_start();
+  ASSERT_EQ(start.size(), 1u);
+  std::vector<int32_t> want = start;
+  const std::vector<int32_t> text = llama3->encode("Hello world");
+  want.insert(want.end(), text.begin(), text.end());
+  const json body{{"prompts", {"Hello world"}}};
+  EXPECT_EQ(parse_megatron_request(body, *llama3, kLimits, 7).prompts[0], want);
+  EXPECT_EQ(parse_completions_request(json{{"prompt", "Hello world"}}, *llama3, kLimits, 7).prompts[0], want);
+  EXPECT_EQ(parse_completions_request(json{{"prompt", text}}, *llama3, kLimits, 7).prompts[0], text);
+}
+
 TEST(MegatronApi, AnEmptyPromptNeedsAddBos) {
   EXPECT_THROW(megatron(R"({"prompts": [""]})"), ApiError);
   EXPECT_EQ(megatron(R"({"prompts": [""], "add_BOS": true})").prompts[0], std::vector<int32_t>{50256});
