@@ -86,6 +86,14 @@ void rms_norm_forward(cudaStream_t stream, const Tensor& x, const Tensor& gamma,
 void rms_norm_backward(cudaStream_t stream, Workspace& workspace, const Tensor& dy,
                        const Tensor& x, const Tensor& gamma, const Tensor& rstd, Tensor& dx,
                        Tensor& dgamma);
+// RMS norm of each query and key head of fused qkv rows (qk_norm.cu).
+void qk_norm_forward(cudaStream_t stream, const Tensor& qkv, const AttentionShape& shape,
+                     const Tensor& q_gamma, const Tensor& k_gamma, float eps, Tensor& out,
+                     Tensor& rstd);
+void qk_norm_backward(cudaStream_t stream, Workspace& workspace, const Tensor& dout,
+                      const Tensor& qkv, const AttentionShape& shape, const Tensor& q_gamma,
+                      const Tensor& k_gamma, const Tensor& rstd, Tensor& dqkv, Tensor& dq_gamma,
+                      Tensor& dk_gamma);
 
 // --- embeddings (embedding.cu) ---------------------------------------------------------------
 void embedding_forward(cudaStream_t stream, const Tensor& ids, const Tensor& table, Tensor& out,

@@ -354,14 +354,11 @@ model::ModelConfig llama_from(const Keys& k) {
   return c;
 }
 
-// Qwen2 / Qwen2.5: Llama with biases on the query, key and value projections. Sliding-window
-// attention is off in every released Qwen2 (use_sliding_window false, so sliding_window and
-// max_window_layers act on nothing); a config that turns it on is refused.
-model::ModelConfig qwen2_from(const Keys& k) {
-  model::ModelConfig c = llama_shape_from(k, 32768);
-  c.qkv_bias = true;
+// Qwen2's and Qwen3's sliding-window attention is off in every released model
+// (use_sliding_window false, so sliding_window and max_window_layers act on nothing); a config
+// that turns it on, or names another kind of layer, is refused.
+void qwen_full_attention(const Keys& k) {
   k.neutral("use_sliding_window", false);
-  k.neutral("use_mrope", false);  // Qwen2.5's configs carry it; true is Qwen2-VL's rotary
   if (k.has("layer_types")) {
     const nlohmann::json& types = k.raw("layer_types");
     if (!types.is_array()) k.bad("layer_types", "expected a list");
@@ -371,6 +368,27 @@ model::ModelConfig qwen2_from(const Keys& k) {
   }
   // Read only when use_sliding_window is true, which the line above refuses.
   k.refuse_unread({"sliding_window", "max_window_layers"});
+}
+
+// Qwen2 / Qwen2.5: Llama with biases on the query, key and value projections. Sliding-window
+// attention is off in every released Qwen2 (use_sliding_window false, so sliding_window and
+// max_window_layers act on nothing); a config that turns it on is refused.
+model::ModelConfig qwen2_from(const Keys& k) {
+  model::ModelConfig c = llama_shape_from(k, 32768);
+  c.qkv_bias = true;
+  k.neutral("use_mrope", false);  // Qwen2.5's configs carry it; true is Qwen2-VL's rotary
+  qwen_full_attention(k);
+  return c;
+}
+
+// Qwen3: Llama with RMS norms on each query and key head (q_norm and k_norm, before the
+// rotation), a head_dim of its own (128 in every released size), and Qwen2's unused window.
+model::ModelConfig qwen3_from(const Keys& k) {
+  model::ModelConfig c = llama_shape_from(k, 32768);
+  c.qk_norm = true;
+  // True puts biases on q, k, v and the output projection; none of Qwen3's does.
+  k.neutral("attention_bias", false);
+  qwen_full_attention(k);
   return c;
 }
 
@@ -499,9 +517,10 @@ HfArch hf_architecture(const model::ModelConfig& c) {
     return a;
   }
   // Rotary, RMSNorm, SwiGLU: Llama, or Qwen2 when the query/key/value projections have biases.
-  const HfArch a = c.qkv_bias && !c.linear_bias ? HfArch::Qwen2
-                   : c.sliding_window > 0      ? HfArch::Mistral
-                                               : HfArch::Llama;
+  const HfArch a = c.qk_norm                      ? HfArch::Qwen3
+                   : c.qkv_bias && !c.linear_bias ? HfArch::Qwen2
+                   : c.sliding_window > 0         ? HfArch::Mistral
+                                                  : HfArch::Llama;
   const char* why = "rotary position embeddings";
   need(c.rotary_percent == 1.0, "model.rotary_percent", fmt::format("{}", c.rotary_percent), a, why,
        "1.0");
@@ -510,6 +529,11 @@ HfArch hf_architecture(const model::ModelConfig& c) {
   need(c.activation == Activation::Swiglu, "model.activation", std::string(name_of(c.activation)),
        a, why, "swiglu");
   need(!c.linear_bias, "model.add_bias_linear", text(c.linear_bias), a, why, "false");
+  if (a == HfArch::Qwen3) {
+    need(!c.qkv_bias, "model.add_qkv_bias", text(c.qkv_bias), a, "Qwen3's q/k norms", "false");
+    need(c.sliding_window == 0, "model.sliding_window", std::to_string(c.sliding_window), a,
+         "Qwen3's q/k norms", "unset (Qwen3 with a window is not exported)");
+  }
   if (a == HfArch::Qwen2) {
     need(c.sliding_window == 0, "model.sliding_window", std::to_string(c.sliding_window), a,
          "Qwen2's query/key/value biases", "unset (Qwen2 with a window is not exported)");
@@ -595,7 +619,10 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["position_embedding_type"] = "absolute";
   } else {
     // Llama and Qwen2 share every key but a few.
-    j["model_type"] = arch == HfArch::Qwen2 ? "qwen2" : arch == HfArch::Mistral ? "mistral" : "llama";
+    j["model_type"] = arch == HfArch::Qwen2     ? "qwen2"
+                      : arch == HfArch::Qwen3   ? "qwen3"
+                      : arch == HfArch::Mistral ? "mistral"
+                                                : "llama";
     j["vocab_size"] = c.vocab;
     j["hidden_size"] = c.hidden;
     j["intermediate_size"] = c.ffn;
@@ -614,6 +641,9 @@ nlohmann::json hf_config_json(HfArch arch, const model::ModelConfig& c, tensor::
     j["initializer_range"] = c.init_std;
     if (arch == HfArch::Qwen2) {
       j["use_sliding_window"] = false;
+    } else if (arch == HfArch::Qwen3) {
+      j["use_sliding_window"] = false;
+      j["attention_bias"] = false;
     } else if (arch == HfArch::Mistral) {
       j["sliding_window"] = c.sliding_window;
     } else {
@@ -641,6 +671,9 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
   } else if (type == "qwen2") {
     m.arch = HfArch::Qwen2;
     m.config = qwen2_from(k);
+  } else if (type == "qwen3") {
+    m.arch = HfArch::Qwen3;
+    m.config = qwen3_from(k);
   } else if (type == "mistral") {
     m.arch = HfArch::Mistral;
     m.config = mistral_from(k);
@@ -652,7 +685,7 @@ HfModel hf_model_from_config(const nlohmann::json& config, const std::string& wh
     m.config = t5_from(k, m.head_from_embedding);
   } else {
     throw UserError(fmt::format(
-        "{}: model_type \"{}\" cannot be imported (gpt2, llama, qwen2, mistral, megatron-bert and t5 can)", where,
+        "{}: model_type \"{}\" cannot be imported (gpt2, llama, qwen2, qwen3, mistral, megatron-bert and t5 can)", where,
         printable(type)));
   }
   model::ModelConfig& c = m.config;

@@ -13,6 +13,7 @@ std::string_view architecture_name(HfArch arch) {
     case HfArch::Gpt2: return "GPT2LMHeadModel";
     case HfArch::Llama: return "LlamaForCausalLM";
     case HfArch::Qwen2: return "Qwen2ForCausalLM";
+    case HfArch::Qwen3: return "Qwen3ForCausalLM";
     case HfArch::Mistral: return "MistralForCausalLM";
     case HfArch::MegatronBert: return "MegatronBertForPreTraining";
     case HfArch::T5: return "T5ForConditionalGeneration";
@@ -104,7 +105,8 @@ HfLayout gpt2(const model::ModelConfig& c) {
   return b.take();
 }
 
-// Llama, and Qwen2: Llama with biases on the query, key and value projections (not the output).
+// Llama; Qwen2: Llama with biases on the query, key and value projections (not the output);
+// Qwen3: Llama with RMS norms on each query and key head (q_norm, k_norm).
 HfLayout llama(HfArch arch, const model::ModelConfig& c) {
   Builder b(arch);
   const int64_t h = c.hidden, q = c.heads * c.head_dim, kv = c.groups * c.head_dim;
@@ -124,6 +126,13 @@ HfLayout llama(HfArch arch, const model::ModelConfig& c) {
       const size_t vb = b.hf(t + "self_attn.v_proj.bias", {kv});
       b.add(m + "self_attention.linear_qkv.bias", {q + 2 * kv}, Split::Rows, 1,
             qkv_blocks(c, {qb, 0, q}, {kb, 0, kv}, {vb, 0, kv}));
+    }
+    if (c.qk_norm) {
+      const int64_t d = c.head_dim;
+      b.same(m + "self_attention.q_layernorm.weight", {d}, Split::None,
+             b.hf(t + "self_attn.q_norm.weight", {d}));
+      b.same(m + "self_attention.k_layernorm.weight", {d}, Split::None,
+             b.hf(t + "self_attn.k_norm.weight", {d}));
     }
     b.same(m + "self_attention.linear_proj.weight", {h, q}, Split::Columns,
            b.hf(t + "self_attn.o_proj.weight", {h, q}));
@@ -274,6 +283,7 @@ HfLayout hf_layout(HfArch arch, const model::ModelConfig& c, bool head_from_embe
     case HfArch::Gpt2: return gpt2(c);
     case HfArch::Llama:
     case HfArch::Qwen2:
+    case HfArch::Qwen3:
     case HfArch::Mistral: return llama(arch, c);
     case HfArch::MegatronBert: return megatron_bert(c);
   }

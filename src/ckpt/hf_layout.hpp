@@ -13,7 +13,7 @@
 
 namespace megatron::ckpt {
 
-enum class HfArch { Gpt2, Llama, Qwen2, Mistral, MegatronBert, T5 };
+enum class HfArch { Gpt2, Llama, Qwen2, Qwen3, Mistral, MegatronBert, T5 };
 // "GPT2LMHeadModel", "LlamaForCausalLM", "MegatronBertForPreTraining", "T5ForConditionalGeneration"
 std::string_view architecture_name(HfArch arch);
 

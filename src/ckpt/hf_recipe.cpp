@@ -56,6 +56,7 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
                    c.norm_eps, name_of(c.activation));
   y += fmt::format("  tie_embeddings: {}\n  add_bias_linear: {}\n  add_qkv_bias: {}\n",
                    b(c.tie_embeddings), b(c.linear_bias), b(c.qkv_bias));
+  if (c.qk_norm) y += "  qk_layernorm: true\n";
   y += fmt::format("  hidden_dropout: {}\n  attention_dropout: {}\n  init_method_std: {}\n",
                    c.hidden_dropout, c.attention_dropout, c.init_std);
   // The directory's own tokenizer files when it has them (as `convert --to hf` writes them), so

@@ -34,6 +34,7 @@ std::vector<std::pair<std::string, std::string>> model_fields(const model::Model
   f.emplace_back("model.tie_embeddings", b(c.tie_embeddings));
   f.emplace_back("model.add_bias_linear", b(c.linear_bias));
   f.emplace_back("model.add_qkv_bias", b(c.qkv_bias));
+  if (c.qk_norm) f.emplace_back("model.qk_layernorm", b(c.qk_norm));
   if (c.arch == recipe::Arch::Bert) f.emplace_back("model.bert_binary_head", b(c.binary_head));
   return f;
 }

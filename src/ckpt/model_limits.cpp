@@ -29,6 +29,7 @@ int64_t checked_parameter_count(const model::ModelConfig& c, std::string_view wh
                           : c.ffn;
   int64_t layer = add(add(mul(qkv, c.hidden), mul(c.hidden, q)), add(mul(fc1, c.hidden), mul(c.hidden, c.ffn)));
   layer = add(layer, mul(4, c.hidden));  // norms (an upper bound: with their biases)
+  if (c.qk_norm) layer = add(layer, mul(2, c.head_dim));
   if (c.linear_bias || c.qkv_bias) layer = add(layer, add(add(qkv, fc1), mul(2, c.hidden)));
   // A T5 decoder layer (self- and cross-attention and the MLP) is under two encoder layers.
   int64_t total = mul(layer, add(c.num_layers, mul(2, c.decoder_layers)));

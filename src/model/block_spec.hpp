@@ -20,6 +20,7 @@ struct MlpSpec {
 
 struct BlockSpec {
   NormKind norm = NormKind::LayerNorm;
+  bool qk_norm = false;  // RMS norms on the self-attention's query and key heads
   tensor::AttentionSpec self_attention;
   std::optional<tensor::AttentionSpec> cross_attention;  // T5's decoder blocks
   MlpSpec mlp;
@@ -32,7 +33,7 @@ struct BlockSpec {
 // the encoder output in T5's decoder; a key/value cache for decoder-only models.
 inline BlockSpec block_spec(const ModelConfig& c, int64_t layer) {
   const bool decoder = c.is_decoder_layer(layer);
-  BlockSpec spec{.norm = c.norm, .mlp = {.activation = c.activation}};
+  BlockSpec spec{.norm = c.norm, .qk_norm = c.qk_norm, .mlp = {.activation = c.activation}};
   spec.self_attention = {
       .mask = c.causal || decoder ? tensor::AttentionMask::Causal : tensor::AttentionMask::Padding,
       .score_bias = c.position == PositionEmbedding::Relative,

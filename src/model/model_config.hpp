@@ -47,6 +47,9 @@ struct ModelConfig {
   bool tie_embeddings = true;
   bool linear_bias = true;
   bool qkv_bias = true;
+  // RMS norms on each query and key head before the rotation (Qwen3's q_norm/k_norm, Megatron's
+  // --qk-layernorm): two head_dim weights per layer.
+  bool qk_norm = false;
   double hidden_dropout = 0.0;
   double attention_dropout = 0.0;
   double init_std = 0.02;

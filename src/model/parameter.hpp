@@ -37,6 +37,9 @@ struct Parameter {
   // Rows are the padded vocabulary (word embedding, output layer and its bias): another
   // tensor-parallel size pads it to another length, so a checkpoint may hold more or fewer rows.
   bool padded_vocab = false;
+  // Replicated across tensor-parallel ranks while each rank's gradient covers only its own heads
+  // (the q/k norm weights): the gradient is summed over the group, sequence parallel or not.
+  bool tp_partial_grad = false;
 };
 
 // Whether tensor-parallel rank `tp_rank`'s copy of p is the one that counts for the whole model

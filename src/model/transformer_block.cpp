@@ -33,7 +33,23 @@ tensor::RotaryOptions rotary_of(const ModelConfig& c) {
                       .high_freq_factor = c.rope_high_freq_factor}};
 }
 
+// One of a layer's q/k norm weights (Megatron-Core's q_layernorm / k_layernorm): [head_dim],
+// shared by the layer's heads, so each tensor-parallel rank's gradient is a partial sum.
+Parameter& qk_norm_weight(ParameterSet& params, const std::string& name, const ModelConfig& c) {
+  if (c.norm != NormKind::RmsNorm) {
+    throw std::invalid_argument("q/k norms are RMS norms: the model's normalization must be rmsnorm");
+  }
+  Parameter& p = params.add(name + ".weight", {c.head_dim}, Init::Ones, TpSplit::None, false);
+  p.tp_partial_grad = true;
+  return p;
+}
+
 }  // namespace
+
+tensor::AttentionShape TransformerBlock::qkv_shape(int64_t batch, int64_t seq) const {
+  return {.batch = batch, .seq = seq, .heads = tp_.shard(config_.heads), .groups = groups_,
+          .head_dim = config_.head_dim};
+}
 
 TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, int64_t layer,
                                    BlockSpec spec)
@@ -47,6 +63,10 @@ TransformerBlock::TransformerBlock(ParameterSet& params, const ModelConfig& c, i
       norm1_(params, prefix(c, layer) + "input_layernorm", c.hidden, spec.norm, c.norm_eps),
       qkv_(params, prefix(c, layer) + "self_attention.linear_qkv", c.hidden,
            (c.heads + 2 * c.groups) * c.head_dim, c.qkv_bias, Init::Normal, TpSplit::Rows),
+      q_norm_(spec.qk_norm ? &qk_norm_weight(params, prefix(c, layer) + "self_attention.q_layernorm", c)
+                           : nullptr),
+      k_norm_(spec.qk_norm ? &qk_norm_weight(params, prefix(c, layer) + "self_attention.k_layernorm", c)
+                           : nullptr),
       proj_(params, prefix(c, layer) + "self_attention.linear_proj", c.heads * c.head_dim, c.hidden,
             c.linear_bias, Init::ScaledNormal, TpSplit::Columns),
       norm2_(params, prefix(c, layer) + "pre_mlp_layernorm", c.hidden, spec.norm, c.norm_eps),
@@ -174,6 +194,15 @@ Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Ba
   Norm::Saved norm1;
   Tensor ln1 = parallel::gather_sequence(b, tp_, norm1_.forward(b, x, norm1));
   Tensor qkv = qkv_.forward(b, ln1);
+  Tensor qkv_in, qk_rstd;
+  if (spec_.qk_norm) {
+    const tensor::AttentionShape shape = qkv_shape(batch.batch, batch.seq);
+    qkv_in = std::move(qkv);
+    qkv = b.empty(qkv_in.shape(), qkv_in.dtype());
+    qk_rstd = b.empty({qkv_in.dim(0) * (shape.heads + shape.groups)}, tensor::DType::F32);
+    b.qk_norm_forward(qkv_in, shape, q_norm_->value, k_norm_->value, float(config_.norm_eps), qkv,
+                      qk_rstd);
+  }
   self_core_.position(b, qkv, batch.batch, batch.seq, step ? step->start : 0, false);
   AttentionOutput attn =
       step ? AttentionOutput{.out = self_core_.forward_cached(b, qkv, batch.batch, batch.seq,
@@ -207,6 +236,8 @@ Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Ba
   saved.norm1 = std::move(norm1);
   saved.ln1 = std::move(ln1);
   saved.qkv = std::move(qkv);
+  saved.qkv_in = std::move(qkv_in);
+  saved.qk_rstd = std::move(qk_rstd);
   if (keep == Keep::Everything) saved.attn = std::move(attn);
   saved.mid = std::move(mid);
   saved.mid2 = std::move(mid2);
@@ -272,6 +303,14 @@ Tensor TransformerBlock::backward(const Pass& pass, const Tensor& dy, const Batc
     saved.attn = {};
     saved.qkv = {};
     self_core_.position(b, dqkv, batch.batch, batch.seq, 0, true);
+    if (spec_.qk_norm) {
+      Tensor dqkv_in = b.empty(dqkv.shape(), dqkv.dtype());
+      b.qk_norm_backward(dqkv, saved.qkv_in, qkv_shape(batch.batch, batch.seq), q_norm_->value,
+                         k_norm_->value, saved.qk_rstd, dqkv_in, q_norm_->grad, k_norm_->grad);
+      dqkv = std::move(dqkv_in);
+      saved.qkv_in = {};
+      saved.qk_rstd = {};
+    }
     Tensor dln1 = parallel::reduce_partial(b, tp_, qkv_.backward(b, dqkv, saved.ln1));
     saved.ln1 = {};
     Tensor dnorm1 = norm1_.backward(b, dln1, saved.input, saved.norm1);

@@ -26,6 +26,8 @@ struct BlockActivations {
   Norm::Saved norm1;
   tensor::Tensor ln1;  // the whole sequence (gathered under sequence parallelism)
   tensor::Tensor qkv;  // after rotary
+  tensor::Tensor qkv_in;  // q/k norm: the projection's output, before the norms
+  tensor::Tensor qk_rstd;
   AttentionOutput attn;  // the attention core's output; dropped under selective recompute
   tensor::Tensor mid;   // x + dropout(attention projection)
   Norm::Saved norm2;
@@ -105,6 +107,8 @@ class TransformerBlock {
                              CacheStep* step) const;
   // Dropout on this rank's rows of the hidden states draws what those rows draw in one process.
   tensor::RngKey hidden_key(const Pass& pass, DropoutSite site, const Batch& batch) const;
+  // This rank's heads of `batch` x `seq` fused qkv rows.
+  tensor::AttentionShape qkv_shape(int64_t batch, int64_t seq) const;
 
   const ModelConfig& config_;  // sizes and dropout rates; what the block is made of is spec_
   BlockSpec spec_;
@@ -114,6 +118,8 @@ class TransformerBlock {
   AttentionCore self_core_;
   Norm norm1_;
   Linear qkv_;
+  Parameter* q_norm_ = nullptr;  // spec_.qk_norm: [head_dim] weights on every query head
+  Parameter* k_norm_ = nullptr;  // and every key head
   Linear proj_;
   Norm norm2_;
   Mlp mlp_;

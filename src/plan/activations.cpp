@@ -61,6 +61,10 @@ double layer_activation_bytes(const ModelShape& x, LayerKind kind) {
   const double q = local_tokens(x, x.tokens(kind));
   // Self-attention: each rank keeps its own s/c keys, but scores span the whole sequence.
   double bytes = attention_block(x, q, q, static_cast<double>(x.tokens(kind)));
+  // Q/K norms keep the projection's output (before them) and f32 statistics per query and key head.
+  if (x.qk_norm) {
+    bytes += x.e() * q * x.b * (x.a + 2.0 * x.g) * x.d / x.t + 4.0 * q * x.b * (x.a + x.g) / x.t;
+  }
   if (kind == LayerKind::Decoder)
     bytes += attention_block(x, q, local_tokens(x, x.s), static_cast<double>(x.s));
   return bytes + mlp_block(x, q);

@@ -47,6 +47,7 @@ model::ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Deri
       .tie_embeddings = m.tie_embeddings,
       .linear_bias = m.add_bias_linear,
       .qkv_bias = derived.add_qkv_bias,
+      .qk_norm = m.qk_layernorm,
       .hidden_dropout = m.hidden_dropout,
       .attention_dropout = m.attention_dropout,
       .init_std = m.init_method_std,

@@ -23,6 +23,7 @@ Count self_attention(const ModelShape& x) {
   Count out = norm(x);
   out += split(x, mul(x.h, qkv));
   if (x.qkv_bias) out += split(x, qkv);
+  if (x.qk_norm) out += replicated(mul(2, x.d));
   out += split(x, mul(x.a, x.d, x.h));
   if (x.bias_linear) out += replicated(x.h);
   return out;

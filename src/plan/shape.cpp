@@ -63,6 +63,7 @@ ModelShape shape_of(const recipe::CompiledRecipe& compiled, const Placement& pla
   x.layernorm = m.norm == model::NormKind::LayerNorm;
   x.bias_linear = m.linear_bias;
   x.qkv_bias = m.qkv_bias;
+  x.qk_norm = m.qk_norm;
   x.tied = m.tie_embeddings;
   x.binary_head = m.binary_head;
   x.token_types = m.token_types;

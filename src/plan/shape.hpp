@@ -47,6 +47,7 @@ struct ModelShape {
   bool layernorm = true;    // LayerNorm (weight + bias) or RMSNorm (weight only)
   bool bias_linear = true;  // projection and MLP biases
   bool qkv_bias = true;
+  bool qk_norm = false;     // q/k norms: two [d] weights per layer
   bool tied = true;         // output layer shares the word embedding
   bool binary_head = true;  // BERT pooler + next-sentence head (not under a classifier)
   int64_t token_types = 0;  // rows of the token-type embedding

@@ -203,6 +203,10 @@ void check_fields(const Recipe& r, const Locator& where) {
     fail_at(where.at("model.position_embedding"),
             "model.position_embedding: relative is T5's relative position bias; use learned or "
             "rope for arch: gpt and bert");
+  if (m.qk_layernorm && m.normalization != Norm::RmsNorm)
+    fail_at(where.at("model.qk_layernorm"),
+            "model.qk_layernorm: the query and key norms are RMS norms (Qwen3's, OLMo 2's); set "
+            "model.normalization: rmsnorm");
   if (m.sliding_window && m.arch != Arch::Gpt)
     fail_at(where.at("model.sliding_window"), "model.sliding_window is Mistral's causal attention window: "
                                               "arch: gpt only");

@@ -71,6 +71,9 @@ struct ModelSection {
   bool tie_embeddings = true;
   bool add_bias_linear = true;
   std::optional<bool> add_qkv_bias;              // default add_bias_linear
+  // RMS norms on each query and key head before the rotation (Megatron's --qk-layernorm,
+  // Qwen3's q_norm / k_norm); needs normalization: rmsnorm.
+  bool qk_layernorm = false;
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
   double init_method_std = 0.02;

@@ -179,6 +179,10 @@ std::vector<FieldSpec> model_fields() {
       m("add_bias_linear", &S::add_bias_linear, "Biases in the linear layers."),
       m("add_qkv_bias", &S::add_qkv_bias, "Biases in the query/key/value projection.",
         derived("model.add_bias_linear")),
+      m("qk_layernorm", &S::qk_layernorm,
+        "Norms on each query and key head before the rotation, one [kv_channels] weight each per "
+        "layer (Megatron's --qk-layernorm; Qwen3's q_norm and k_norm). RMS norms: needs "
+        "model.normalization rmsnorm."),
       m("hidden_dropout", &S::hidden_dropout, "Dropout after attention and MLP, and on embeddings.",
         kProbability),
       m("attention_dropout", &S::attention_dropout, "Dropout on attention probabilities.",

@@ -137,6 +137,20 @@ class Backend {
                                 Tensor& rstd) = 0;
   virtual void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                                  const Tensor& rstd, Tensor& dx, Tensor& dgamma) = 0;
+  // Q/K norm (Qwen3's, OLMo 2's; Megatron's --qk-layernorm with RMSNorm): RMS norm over each
+  // query and key head of fused qkv rows (AttentionShape's layout; rows = qkv.numel() / its
+  // width), query heads scaled by q_gamma and key heads by k_gamma ([head_dim] each), value
+  // heads copied. out: qkv's shape and dtype. rstd f32 [rows, heads + groups]: each row's
+  // normalised heads in the order they sit in it. Each head computes what rms_norm_forward
+  // computes for a row of head_dim.
+  virtual void qk_norm_forward(const Tensor& qkv, const AttentionShape& shape,
+                               const Tensor& q_gamma, const Tensor& k_gamma, float eps, Tensor& out,
+                               Tensor& rstd) = 0;
+  // dqkv overwritten (value heads: dout's); dq_gamma and dk_gamma (f32) accumulate, summed in
+  // an order that depends on the shapes alone.
+  virtual void qk_norm_backward(const Tensor& dout, const Tensor& qkv, const AttentionShape& shape,
+                                const Tensor& q_gamma, const Tensor& k_gamma, const Tensor& rstd,
+                                Tensor& dqkv, Tensor& dq_gamma, Tensor& dk_gamma) = 0;
 
   // --- embeddings ----------------------------------------------------------------------------
   // out[i] = table[ids[i] - row_offset] (i32 ids); ids outside the table's rows give zeros (a

@@ -61,6 +61,11 @@ class CpuBackend final : public Backend {
                         Tensor& rstd) override;
   void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                          const Tensor& rstd, Tensor& dx, Tensor& dgamma) override;
+  void qk_norm_forward(const Tensor& qkv, const AttentionShape& shape, const Tensor& q_gamma,
+                       const Tensor& k_gamma, float eps, Tensor& out, Tensor& rstd) override;
+  void qk_norm_backward(const Tensor& dout, const Tensor& qkv, const AttentionShape& shape,
+                        const Tensor& q_gamma, const Tensor& k_gamma, const Tensor& rstd,
+                        Tensor& dqkv, Tensor& dq_gamma, Tensor& dk_gamma) override;
 
   void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out, int64_t row_offset,
                          bool accumulate) override;

@@ -268,4 +268,137 @@ void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   cpu::add_partials(partial, blocks.count, c, dgamma_out);
 }
 
+
+namespace {
+
+// Where the query and key heads sit in a fused qkv row: per group, its query heads, its key head,
+// then its value head (AttentionShape's layout). Slot s of a row is head_dim channels at s *
+// head_dim; its statistic is the row's count of query and key heads before it.
+struct QkHeads {
+  int64_t rows = 0;
+  int64_t dim = 0;
+  int64_t per_group = 0;  // query heads per group
+  int64_t slots = 0;      // heads + 2 * groups
+  int64_t normed = 0;     // heads + groups
+  bool is_value(int64_t slot) const { return slot % (per_group + 2) == per_group + 1; }
+  bool is_key(int64_t slot) const { return slot % (per_group + 2) == per_group; }
+  int64_t stat(int64_t slot) const { return slot - slot / (per_group + 2); }
+};
+
+QkHeads qk_heads(const Tensor& qkv, const AttentionShape& shape, const Tensor& q_gamma,
+                 const Tensor& k_gamma, const char* op) {
+  cpu::require(shape.head_dim > 0 && shape.groups > 0 && shape.heads > 0 &&
+                   shape.heads % shape.groups == 0,
+               op, "bad shape (heads must be a positive multiple of groups)");
+  const int64_t width = shape.qkv_width();
+  cpu::require(qkv.numel() % width == 0, op,
+               "qkv " + to_string(qkv.shape()) + " is not rows of " + std::to_string(width));
+  cpu::require(q_gamma.numel() == shape.head_dim && k_gamma.numel() == shape.head_dim, op,
+               "q_gamma " + to_string(q_gamma.shape()) + " and k_gamma " +
+                   to_string(k_gamma.shape()) + " for heads of " + std::to_string(shape.head_dim));
+  return {.rows = qkv.numel() / width,
+          .dim = shape.head_dim,
+          .per_group = shape.heads / shape.groups,
+          .slots = shape.heads + 2 * shape.groups,
+          .normed = shape.heads + shape.groups};
+}
+
+}  // namespace
+
+void CpuBackend::qk_norm_forward(const Tensor& qkv, const AttentionShape& shape,
+                                 const Tensor& q_gamma, const Tensor& k_gamma, float eps,
+                                 Tensor& out, Tensor& rstd) {
+  const char* op = "qk_norm_forward";
+  const QkHeads h = qk_heads(qkv, shape, q_gamma, k_gamma, op);
+  cpu::require_numel(qkv, out, op);
+  float* rstd_out = row_stat(rstd, h.rows * h.normed, op, "rstd");
+  const Floats fx = cpu::floats(qkv, op), fy = cpu::floats(out, op);
+  const std::vector<float> gq = as_f32(q_gamma, op), gk = as_f32(k_gamma, op);
+  const int64_t c = h.dim;
+  const int64_t n = h.rows * h.slots;
+#pragma omp parallel if (qkv.numel() >= cpu::kParallelMin)
+  {
+    RowBuffers buffers(c, 2);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = i / h.slots, slot = i % h.slots;
+      const float* xs = cpu::load_f32(fx, i * c, c, buffers[0]);
+      float* ys = cpu::f32_target(fy, i * c, buffers[1]);
+      if (h.is_value(slot)) {
+        std::copy(xs, xs + c, ys);
+      } else {
+        const float* g = h.is_key(slot) ? gk.data() : gq.data();
+        const float rs = 1.0f / std::sqrt(row_sum_squares(xs, 0.0f, c) / static_cast<float>(c) + eps);
+        for (int64_t j = 0; j < c; ++j) ys[j] = xs[j] * rs * g[j];
+        rstd_out[row * h.normed + h.stat(slot)] = rs;
+      }
+      cpu::store_f32(fy, i * c, c, ys);
+    }
+  }
+}
+
+// Each head as rms_norm_backward's row; the query heads' dy xhat sum into the first head_dim
+// columns of a block's partial sums, the key heads' into the second.
+void CpuBackend::qk_norm_backward(const Tensor& dout, const Tensor& qkv, const AttentionShape& shape,
+                                  const Tensor& q_gamma, const Tensor& k_gamma, const Tensor& rstd,
+                                  Tensor& dqkv, Tensor& dq_gamma, Tensor& dk_gamma) {
+  const char* op = "qk_norm_backward";
+  const QkHeads h = qk_heads(qkv, shape, q_gamma, k_gamma, op);
+  cpu::require_numel(qkv, dout, op);
+  cpu::require_numel(qkv, dqkv, op);
+  const int64_t c = h.dim;
+  const float* rstd_in = row_stat(rstd, h.rows * h.normed, op, "rstd");
+  float* dq_out = param_grad(dq_gamma, c, op, "dq_gamma");
+  float* dk_out = param_grad(dk_gamma, c, op, "dk_gamma");
+  const Floats fdy = cpu::floats(dout, op), fx = cpu::floats(qkv, op), fdx = cpu::floats(dqkv, op);
+  const std::vector<float> gq = as_f32(q_gamma, op), gk = as_f32(k_gamma, op);
+  const int64_t n = h.rows * h.slots;
+  const cpu::RowBlocks blocks = cpu::row_blocks(n);
+  if (blocks.count == 0) return;
+  float* partial = cpu::thread_scratch(static_cast<size_t>(blocks.count * 2 * c));
+  const float inv_c = 1.0f / static_cast<float>(c);
+#pragma omp parallel if (qkv.numel() >= cpu::kParallelMin)
+  {
+    RowBuffers buffers(c, 5);
+    float* xhat = buffers[3];
+    float* gg = buffers[4];
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks.count; ++b) {
+      float* pb = partial + b * 2 * c;
+      std::fill(pb, pb + 2 * c, 0.0f);
+      const int64_t end = std::min(n, (b + 1) * blocks.rows);
+      for (int64_t i = b * blocks.rows; i < end; ++i) {
+        const int64_t row = i / h.slots, slot = i % h.slots;
+        const float* g = cpu::load_f32(fdy, i * c, c, buffers[1]);
+        float* d = cpu::f32_target(fdx, i * c, buffers[2]);
+        if (h.is_value(slot)) {
+          std::copy(g, g + c, d);
+          cpu::store_f32(fdx, i * c, c, d);
+          continue;
+        }
+        const bool key = h.is_key(slot);
+        const float* gam = key ? gk.data() : gq.data();
+        float* pg = pb + (key ? c : 0);
+        const float* xs = cpu::load_f32(fx, i * c, c, buffers[0]);
+        const float rs = rstd_in[row * h.normed + h.stat(slot)];
+        for (int64_t j = 0; j < c; ++j) {
+          const float xh = xs[j] * rs;
+          xhat[j] = xh;
+          gg[j] = g[j] * gam[j];
+          pg[j] += g[j] * xh;
+        }
+        const float mean_gx = row_dot(gg, xhat, c) * inv_c;
+        for (int64_t j = 0; j < c; ++j) d[j] = rs * (gg[j] - xhat[j] * mean_gx);
+        cpu::store_f32(fdx, i * c, c, d);
+      }
+    }
+  }
+  // Across blocks in block order: the same sums on any thread count.
+  for (int64_t j = 0; j < 2 * c; ++j) {
+    float total = partial[j];
+    for (int64_t b = 1; b < blocks.count; ++b) total += partial[b * 2 * c + j];
+    (j < c ? dq_out[j] : dk_out[j - c]) += total;
+  }
+}
+
 }  // namespace megatron::tensor

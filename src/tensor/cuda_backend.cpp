@@ -499,6 +499,18 @@ void CudaBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Ten
                                     const Tensor& rstd, Tensor& dx, Tensor& dgamma) {
   kernels::rms_norm_backward(state_->stream(), state_->workspace, dy, x, gamma, rstd, dx, dgamma);
 }
+void CudaBackend::qk_norm_forward(const Tensor& qkv, const AttentionShape& shape,
+                                  const Tensor& q_gamma, const Tensor& k_gamma, float eps,
+                                  Tensor& out, Tensor& rstd) {
+  kernels::qk_norm_forward(state_->stream(), qkv, shape, q_gamma, k_gamma, eps, out, rstd);
+}
+void CudaBackend::qk_norm_backward(const Tensor& dout, const Tensor& qkv,
+                                   const AttentionShape& shape, const Tensor& q_gamma,
+                                   const Tensor& k_gamma, const Tensor& rstd, Tensor& dqkv,
+                                   Tensor& dq_gamma, Tensor& dk_gamma) {
+  kernels::qk_norm_backward(state_->stream(), state_->workspace, dout, qkv, shape, q_gamma,
+                            k_gamma, rstd, dqkv, dq_gamma, dk_gamma);
+}
 
 void CudaBackend::embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out,
                                     int64_t row_offset, bool accumulate) {

@@ -341,6 +341,25 @@ void ProfilingBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, cons
   });
   inner_->rms_norm_backward(dy, x, gamma, rstd, dx, dgamma);
 }
+void ProfilingBackend::qk_norm_forward(const Tensor& qkv, const AttentionShape& shape,
+                                       const Tensor& q_gamma, const Tensor& k_gamma, float eps,
+                                       Tensor& out, Tensor& rstd) {
+  Scope s(*this, "qk_norm_forward", [&] {
+    return Cost{one(qkv), qkv.dtype(), 0, bytes_of({&qkv, &q_gamma, &k_gamma, &out, &rstd})};
+  });
+  inner_->qk_norm_forward(qkv, shape, q_gamma, k_gamma, eps, out, rstd);
+}
+void ProfilingBackend::qk_norm_backward(const Tensor& dout, const Tensor& qkv,
+                                        const AttentionShape& shape, const Tensor& q_gamma,
+                                        const Tensor& k_gamma, const Tensor& rstd, Tensor& dqkv,
+                                        Tensor& dq_gamma, Tensor& dk_gamma) {
+  Scope s(*this, "qk_norm_backward", [&] {
+    return Cost{one(qkv), qkv.dtype(), 0,
+                bytes_of({&dout, &qkv, &q_gamma, &k_gamma, &rstd, &dqkv, &dq_gamma, &dq_gamma,
+                          &dk_gamma, &dk_gamma})};
+  });
+  inner_->qk_norm_backward(dout, qkv, shape, q_gamma, k_gamma, rstd, dqkv, dq_gamma, dk_gamma);
+}
 
 // --- embeddings ------------------------------------------------------------------------------
 

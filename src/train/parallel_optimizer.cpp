@@ -69,8 +69,10 @@ void ParallelOptimizer::begin_iteration() {
 
 void ParallelOptimizer::complete_across_model_parallel(model::Parameter& p) {
   // Under sequence parallelism the replicated parameters (norms, row-parallel biases, position
-  // embeddings) saw only this rank's rows: their gradients are partial sums over the TP group.
-  if (groups_.tp_size > 1 && params_.tp().sequence_parallel && p.split == model::TpSplit::None) {
+  // embeddings) saw only this rank's rows, and the q/k norms only this rank's heads on any
+  // layout: their gradients are partial sums over the TP group.
+  if (groups_.tp_size > 1 && p.split == model::TpSplit::None &&
+      (params_.tp().sequence_parallel || p.tp_partial_grad)) {
     groups_.tp->all_reduce(p.grad);
   }
   // A tied embedding lives on the first and the last stage; each holds part of its gradient.

@@ -213,6 +213,11 @@ Matrix llama_logits(const HfWeights& w, const model::ModelConfig& c,
       add_bias(k, w.get(p + "self_attn.k_proj.bias", g * d));
       add_bias(v, w.get(p + "self_attn.v_proj.bias", g * d));
     }
+    // Qwen3ForCausalLM: RMS norms over each head of q and k (before the rotation).
+    if (w.has(p + "self_attn.q_norm.weight")) {
+      q = layer_norm(q, t * nh, d, w.get(p + "self_attn.q_norm.weight", d), nullptr, c.norm_eps);
+      k = layer_norm(k, t * g, d, w.get(p + "self_attn.k_norm.weight", d), nullptr, c.norm_eps);
+    }
     const std::vector<double> inv = inverse_frequencies(c, d);
     rotate(q, t, nh, d, inv);
     rotate(k, t, g, d, inv);
@@ -526,6 +531,12 @@ TEST(HuggingFaceEngine, MistralImportWithinItsWindowComputesMistralForCausalLMsL
   model::ModelConfig c = test_support::hf_tiny_llama();
   c.sliding_window = 16;
   ASSERT_EQ(hf_architecture(c), HfArch::Mistral);
+  expect_same_function(c);
+}
+
+TEST(HuggingFaceEngine, Qwen3ImportWithQkNormsComputesQwen3ForCausalLMsLogits) {
+  const model::ModelConfig c = test_support::hf_tiny_qwen3();
+  ASSERT_EQ(hf_architecture(c), HfArch::Qwen3);
   expect_same_function(c);
 }
 

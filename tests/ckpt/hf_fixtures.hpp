@@ -64,6 +64,15 @@ inline model::ModelConfig hf_tiny_qwen2() {
   return c;
 }
 
+// Qwen3-shaped: the Llama above with RMS norms on each query and key head, and heads of 8
+// channels though hidden / heads is 4 (as Qwen3's 128 against 1024 / 16).
+inline model::ModelConfig hf_tiny_qwen3() {
+  model::ModelConfig c = hf_tiny_llama();
+  c.qk_norm = true;
+  c.head_dim = 8;
+  return c;
+}
+
 // T5 v1.1-shaped: 2 + 2 layers, relative positions (8 buckets over distance 12: exact,
 // logarithmic and clipped ones within 7 tokens), RMS norms, GeGLU, untied, no biases; head_dim 4,
 // so the queries' sqrt(head_dim) is exact.

@@ -483,7 +483,7 @@ TEST(HuggingFaceImport, WhatTheEngineCannotComputeIsAUserError) {
     std::ofstream(hf / "config.json") << j.dump();
   };
   with("model_type", "bert");
-  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, qwen2, mistral, megatron-bert and t5"});
+  expect_user_error([&] { HuggingFaceSource s(hf); }, {"model_type \"bert\"", "gpt2, llama, qwen2, qwen3, mistral, megatron-bert and t5"});
   with("rope_scaling", nlohmann::json{{"type", "dynamic"}, {"factor", 2.0}});
   expect_user_error([&] { HuggingFaceSource s(hf); }, {"rope_scaling"});
   with("hidden_act", "gelu");
@@ -836,6 +836,49 @@ TEST(HuggingFaceConfigKeys, Qwen2WithSlidingWindowsOnIsRefused) {
   nlohmann::json m = hub_qwen25();
   m["use_mrope"] = true;
   EXPECT_THAT(import_refusal(m), ::testing::HasSubstr("use_mrope = true is not supported"));
+}
+
+// Qwen/Qwen3-0.6B's config.json keys (sizes shrunk; head_dim apart from hidden / heads as there),
+// as transformers 4.51 wrote them.
+nlohmann::json hub_qwen3() {
+  return nlohmann::json::parse(R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false,
+    "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 8,
+    "hidden_act": "silu", "hidden_size": 24, "initializer_range": 0.02, "intermediate_size": 20,
+    "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+    "num_attention_heads": 6, "num_hidden_layers": 2, "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 50})");
+}
+
+TEST(HuggingFaceConfigKeys, Qwen3sKeysInBothLayoutsImportWithQkNormsAndExportAgain) {
+  const nlohmann::json c = hub_qwen3();
+  EXPECT_EQ(import_refusal(c), "");
+  const HfModel m = hf_model_from_config(c, "dir/config.json");
+  EXPECT_EQ(m.arch, HfArch::Qwen3);
+  EXPECT_TRUE(m.config.qk_norm);
+  EXPECT_FALSE(m.config.qkv_bias);
+  EXPECT_EQ(m.config.head_dim, 8);
+  EXPECT_DOUBLE_EQ(m.config.rotary_base, 1000000.0);
+  EXPECT_EQ(hf_architecture(m.config), HfArch::Qwen3);
+  const nlohmann::json out = hf_config_json(HfArch::Qwen3, m.config, tensor::DType::F32);
+  EXPECT_EQ(out["model_type"], "qwen3");
+  EXPECT_EQ(out["head_dim"], 8);
+  EXPECT_EQ(import_refusal(nlohmann::json(out)), "");
+  // What transformers 5.25 writes for the same model.
+  nlohmann::json five = c;
+  for (const char* key : {"rope_theta", "rope_scaling", "torch_dtype"}) five.erase(key);
+  five["dtype"] = "bfloat16";
+  five["pad_token_id"] = nullptr;
+  five["rope_parameters"] = {{"rope_theta", 1000000.0}, {"rope_type", "default"}};
+  five["layer_types"] = {"full_attention", "full_attention"};
+  EXPECT_EQ(import_refusal(five), "");
+  nlohmann::json biased = c;
+  biased["attention_bias"] = true;  // biases on q, k, v and o: no Qwen3 has them
+  EXPECT_THAT(import_refusal(biased), ::testing::HasSubstr("attention_bias = true is not supported"));
+  nlohmann::json windowed = c;
+  windowed["use_sliding_window"] = true;
+  EXPECT_THAT(import_refusal(windowed), ::testing::HasSubstr("use_sliding_window = true is not supported"));
 }
 
 // mistralai/Mistral-7B-v0.1's config.json keys (sizes shrunk), and v0.3's (no window).

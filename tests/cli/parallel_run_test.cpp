@@ -118,6 +118,18 @@ TEST(ParallelRun, ALlamaShapedModelUnderTensorPipelineAndSequenceParallelMatches
                   kF32Tolerance);
 }
 
+// Qwen3's q/k norms: each tensor-parallel rank normalises its own heads with the layer's one pair
+// of [kv_channels] weights, so their gradients are summed over the ranks even without sequence
+// parallelism (where no other replicated parameter needs it).
+TEST(ParallelRun, QkNormsUnderTensorAndDataParallelismWithTheDistributedOptimizerMatchOneProcess) {
+  const std::string qwen3 =
+      "model.position_embedding=rope model.normalization=rmsnorm model.activation=swiglu "
+      "model.qk_layernorm=true model.num_query_groups=2 model.add_bias_linear=false " + kDropout;
+  expect_same_run(reference(qwen3),
+                  train(4, qwen3 + "parallel.tensor=2 parallel.distributed_optimizer=true"),
+                  kF32Tolerance);
+}
+
 // Packed documents (the mock walk ends a document at each jump, about every 16 tokens): the
 // block-diagonal attention, restarted positions and unscored end-of-document tokens under
 // tensor, pipeline, sequence and data parallelism with the distributed optimizer and dropout.

@@ -94,6 +94,15 @@ TEST(GptGradients, LlamaShapedModelMatchesFiniteDifferences) {
   expect_gradients_match_finite_differences(test_support::tiny_llama_config(), false);
 }
 
+// Qwen3's q/k norms: their weights' gradients and what flows through them to linear_qkv, with
+// the core recomputed from the kept (normed, rotated) qkv.
+TEST(GptGradients, QkNormsInALlamaShapeMatchFiniteDifferences) {
+  ModelConfig c = test_support::tiny_llama_config();
+  c.qk_norm = true;
+  expect_gradients_match_finite_differences(c, false);
+  expect_gradients_match_finite_differences(c, false, Recompute::Selective);
+}
+
 TEST(GptGradients, ModelWithDropoutMatchesFiniteDifferences) {
   ModelConfig c = test_support::tiny_gpt_config();
   c.hidden_dropout = 0.2;

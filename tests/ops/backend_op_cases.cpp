@@ -306,6 +306,36 @@ OpCase rms_norm_case() {
   });
 }
 
+// Two groups of two query heads: every slot kind (query, key, value) twice per row, head_dim 6
+// (not a multiple of 8: the CUDA kernels' partial slots).
+OpCase qk_norm_case() {
+  return op("qk_norm", "qkv [3B, (NH + 2G) * HD] with its query and key heads RMS-normed; NH 4, G 2, HD 6",
+            [](Backend& be, uint32_t seed, int64_t s) {
+    const AttentionShape shape{.batch = 3 * s, .seq = 1, .heads = 4, .groups = 2, .head_dim = 6};
+    Tensor qkv = random_tensor(be, {shape.batch, shape.qkv_width()}, seed);
+    Tensor q_gamma = around(be, {6}, seed + 1, 1.0f, 0.3f), k_gamma = around(be, {6}, seed + 2, 1.0f, 0.3f);
+    OpRun run{.inputs = {{"qkv", qkv}, {"q_gamma", q_gamma}, {"k_gamma", k_gamma}}};
+    auto forward = [&be, qkv, shape, q_gamma, k_gamma](Tensor& rstd) {
+      Tensor y = empty_like(be, qkv);
+      rstd = be.empty({shape.batch * (shape.heads + shape.groups)}, DType::F32);
+      be.qk_norm_forward(qkv, shape, q_gamma, k_gamma, 1e-5f, y, rstd);
+      return y;
+    };
+    run.forward = [forward] {
+      Tensor rstd;
+      return std::vector<Tensor>{forward(rstd)};
+    };
+    run.backward = [&be, forward, qkv, shape, q_gamma, k_gamma](std::span<const Tensor> w) {
+      Tensor rstd;
+      forward(rstd);
+      Tensor dqkv = empty_like(be, qkv), dq = zeros_like(be, q_gamma), dk = zeros_like(be, k_gamma);
+      be.qk_norm_backward(w[0], qkv, shape, q_gamma, k_gamma, rstd, dqkv, dq, dk);
+      return std::vector<Tensor>{dqkv, dq, dk};
+    };
+    return run;
+  });
+}
+
 // --- embeddings -------------------------------------------------------------------------------
 
 OpCase embedding_case() {
@@ -552,6 +582,7 @@ std::vector<OpCase> backend_op_cases() {
       bias_dropout_add_case(),
       layer_norm_case(),
       rms_norm_case(),
+      qk_norm_case(),
       embedding_case(),
       embedding_shard_case(),
       rotary_case(),

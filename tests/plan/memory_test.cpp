@@ -159,6 +159,17 @@ TEST(Activations, FlashAttentionKeepsSoftmaxStatisticsInsteadOfScores) {
   EXPECT_DOUBLE_EQ(middle_stage_activations_per_microbatch(compiled), 6 * per_layer);
 }
 
+TEST(Activations, QkNormsKeepTheProjectionsOutputAndTheirStatisticsToo) {
+  auto compiled = gpt3_175b_tp8_pp16();
+  compiled.recipe.training.recompute = recipe::Recompute::Selective;
+  compiled.recipe.model.normalization = recipe::Norm::RmsNorm;
+  compiled.recipe.model.qk_layernorm = true;
+  // 13 sbh, plus the un-normed q, k and v (2 bytes x 3 sbh / t) and f32 statistics per query
+  // and key head (4 x 2a sb / t: 96 key heads, one per query head here).
+  const double per_layer = sbh * (10 + 24 / t) + 6 * sbh / t + 4 * 2 * a * s * b / t;
+  EXPECT_DOUBLE_EQ(middle_stage_activations_per_microbatch(compiled), 6 * per_layer);
+}
+
 TEST(Activations, DropoutMasksVanishWithoutDropout) {
   auto compiled = gpt3_175b_tp8_pp16();
   compiled.recipe.model.hidden_dropout = 0;

@@ -178,6 +178,19 @@ TEST_F(FromMegatron, RopeScalingBecomesLlama3ScalingOfRotaryPositionsOnly) {
   EXPECT_THAT(::testing::PrintToString(last_.ignored), HasSubstr("--use-rope-scaling"));
 }
 
+TEST_F(FromMegatron, QkLayernormBecomesQkNormsOfAnRmsNormModelAndIsRefusedWithLayerNorm) {
+  const CompiledRecipe rms =
+      translate(essentials_and({"--qk-layernorm", "--normalization", "RMSNorm"}));
+  EXPECT_TRUE(rms.recipe.model.qk_layernorm);
+  // Megatron would build LayerNorm q/k norms there; the engine's are RMS norms only.
+  try {
+    translate(essentials_and({"--qk-layernorm"}));
+    ADD_FAILURE() << "LayerNorm q/k norms were accepted";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("model.qk_layernorm: the query and key norms are RMS norms"));
+  }
+}
+
 TEST_F(FromMegatron, TrainItersWithTrainSamplesIsRefused) {
   EXPECT_THAT(refusal(essentials_and({"--train-samples", "1000"})),
               HasSubstr("--train-iters and --train-samples exclude each other"));
@@ -361,7 +374,11 @@ TEST_F(FromMegatron, EveryTableKeyIsARecipeKeyEverySwitchTranslatesAndEveryListi
     const FieldSpec* field = find_field(std::string(flag.key));
     ASSERT_NE(field, nullptr);
     if (flag.arity == Arity::Switch) {
-      std::vector<std::string> words = essentials_and({std::string(flag.name)});
+      // The q/k norms are RMS norms: the switch needs the model's norms to be.
+      std::vector<std::string> words =
+          flag.name == "--qk-layernorm"
+              ? essentials_and({std::string(flag.name), "--normalization", "RMSNorm"})
+              : essentials_and({std::string(flag.name)});
       EXPECT_NO_THROW(translate(words));
     }
   }

@@ -86,6 +86,14 @@ TEST(PlanMatchesModel, LlamaShapedParametersAreCountedExactlyUnderTensorAndPipel
                       "model.add_bias_linear=false", "model.tie_embeddings=false"}));
 }
 
+TEST(PlanMatchesModel, QkNormsAreCountedExactlyUnderTensorAndPipeline) {
+  expect_plan_counts_the_engines_parameters(
+      "recipes/gpt-tiny.yaml",
+      with(kSharded, {"model.position_embedding=rope", "model.normalization=rmsnorm",
+                      "model.activation=swiglu", "model.qk_layernorm=true",
+                      "model.add_bias_linear=false"}));
+}
+
 TEST(PlanMatchesModel, T5ParametersAreCountedExactly) {
   expect_plan_counts_the_engines_parameters("recipes/t5-base.yaml",
                                             with(kSmall, {"model.decoder_num_layers=3"}));
