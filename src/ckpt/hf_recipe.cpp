@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "ckpt/hf_generation_config.hpp"
 #include "ckpt/hf_tokenizer.hpp"
 #include "recipe/enum_names.hpp"
 
@@ -90,6 +91,7 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
        "  nodes: 1\n"
        "  gpus_per_node: 1\n"
        "  hardware: cpu\n";
+  if (const auto g = read_hf_generation_config(source, c.vocab)) y += generation_yaml(*g);
   return y;
 }
 

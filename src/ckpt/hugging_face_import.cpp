@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "ckpt/hf_json.hpp"
 #include "ckpt/hf_recipe.hpp"
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/model_fields.hpp"
@@ -19,26 +20,6 @@ namespace megatron::ckpt {
 namespace fs = std::filesystem;
 
 namespace {
-
-// config.json and the shard index are a few kilobytes; a file far larger is not one of them.
-constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t(64) << 20;
-
-// Duplicate keys keep the last value, as Python's json (what transformers reads with) does.
-nlohmann::json read_json(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw UserError("cannot read " + path.string() + ": no such file");
-  if (const std::uintmax_t size = fs::file_size(path, ec); !ec && size > kMaxJsonBytes) {
-    throw UserError(fmt::format("{}: {} bytes is too large for a Hugging Face JSON file (at most {})",
-                                path.string(), size, kMaxJsonBytes));
-  }
-  std::ifstream in(path);
-  if (!in) throw UserError("cannot read " + path.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("{}: not valid JSON: {}", path.string(), printable(e.what(), 200)));
-  }
-}
 
 // Tensors a file may hold that are not weights: GPT-2's causal-mask buffers and older Llama
 // saves' rotary frequencies (both recomputed from the config).
@@ -58,7 +39,7 @@ bool is_buffer(HfArch arch, const std::string& name) {
 
 HuggingFaceSource::HuggingFaceSource(const fs::path& dir, int64_t tensor_parallel) : dir_(dir) {
   const fs::path config_path = dir_ / "config.json";
-  const HfModel model = hf_model_from_config(read_json(config_path), config_path.string());
+  const HfModel model = hf_model_from_config(read_hf_json(config_path), config_path.string());
   config_ = model.config;
   const int64_t multiple = 128 * std::max<int64_t>(tensor_parallel, 1);
   config_.padded_vocab = (config_.vocab + multiple - 1) / multiple * multiple;
@@ -91,7 +72,7 @@ void HuggingFaceSource::open_files(const fs::path& dir) {
   const fs::path index = dir / "model.safetensors.index.json";
   std::vector<std::string> names;
   if (fs::exists(index)) {
-    const nlohmann::json j = read_json(index);
+    const nlohmann::json j = read_hf_json(index);
     if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
       throw UserError(index.string() + ": no weight_map");
     }

@@ -1,6 +1,7 @@
 // `megatron generate CHECKPOINT --prompt TEXT | --prompts FILE.jsonl [--max-tokens N]
 // [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop STR]... [--nproc N]`: the flags,
 // the checkpoint's model, and generate::generate_text (src/generate/generate_job.hpp).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ namespace {
 struct GenerateArgs {
   ModelArgs model;
   SamplingArgs sampling;
+  std::vector<const CLI::Option*> sampling_flags;  // given: the recipe's defaults step aside
   generate::GenerateJob job;
 };
 
@@ -27,7 +29,11 @@ void run_generate(const GenerateArgs& a) {
   const GenerationModel model(a.model, [&] { texts = generate::read_prompts(a.job); });
   generate::GenerateJob job = a.job;
   job.sampling = a.sampling.sampling();
-  generate::generate_text(job, texts, model.engine(), model.rank0(), model.description());
+  const generate::Engine engine = model.engine();
+  const bool flagged = std::any_of(a.sampling_flags.begin(), a.sampling_flags.end(),
+                                   [](const CLI::Option* o) { return o->count() > 0; });
+  if (!flagged && engine.defaults.sampling) job.sampling = *engine.defaults.sampling;
+  generate::generate_text(job, texts, engine, model.rank0(), model.description());
 }
 
 }  // namespace
@@ -46,15 +52,18 @@ void add_generate_command(CLI::App& app, Actions& actions) {
   cmd->add_option("--max-tokens,--tokens-to-generate", job.max_tokens,
                   "Tokens to generate per prompt at most (default 64)")
       ->check(whole_number(int64_t{1} << 20));
-  cmd->add_option("--temperature", args->sampling.temperature,
-                  "Divides the logits before sampling (default 1; 0: greedy)");
-  cmd->add_option("--top-k", args->sampling.top_k,
-                  "Sample from the k most likely tokens (0: all; 1: greedy)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
-  cmd->add_option("--top-p", args->sampling.top_p,
-                  "Sample from the smallest set of tokens with this much probability (0: off)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_flag("--greedy", args->sampling.greedy, "Always the most likely token (as --top-k 1)");
+  args->sampling_flags = {
+      cmd->add_option("--temperature", args->sampling.temperature,
+                      "Divides the logits before sampling (default: the recipe's "
+                      "generation.temperature, else 1; 0: greedy)"),
+      cmd->add_option("--top-k", args->sampling.top_k,
+                      "Sample from the k most likely tokens (0: all; 1: greedy)")
+          ->check(CLI::Range(int64_t{0}, int64_t{1000})),
+      cmd->add_option("--top-p", args->sampling.top_p,
+                      "Sample from the smallest set of tokens with this much probability (0: off)")
+          ->check(CLI::Range(0.0, 1.0)),
+      cmd->add_flag("--greedy", args->sampling.greedy,
+                    "Always the most likely token (as --top-k 1)")};
   cmd->add_option("--seed", job.seed,
                   "Seeds the sampling: the same seed, the same text (default 1234)")
       ->check(whole_number_from_zero());

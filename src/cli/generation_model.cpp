@@ -33,6 +33,26 @@ int quiet_job_world(int nproc) {
 
 }  // namespace
 
+generate::GenerationDefaults generation_defaults(const recipe::GenerationSection& g, int64_t vocab,
+                                                 const std::string& where) {
+  generate::GenerationDefaults d;
+  for (const int64_t id : g.stop_token_ids) {
+    if (id >= vocab) {
+      throw UserError(fmt::format("{}: generation.stop_token_ids holds {}, past the tokenizer's "
+                                  "{} tokens; remove it or give the model's own tokenizer",
+                                  where, id, vocab));
+    }
+    d.end_tokens.push_back(int32_t(id));
+  }
+  if (g.sampling_set()) {
+    // Sampling with temperature 0 is greedy (generate::sampling_for), and so is do_sample false.
+    const bool sample = g.do_sample.value_or(true);
+    d.sampling = generate::sampling_for(sample ? g.temperature.value_or(1.0) : 0.0,
+                                        g.top_k.value_or(0), g.top_p.value_or(0.0));
+  }
+  return d;
+}
+
 GenerationModel::GenerationModel(const ModelArgs& a, const std::function<void()>& before_start)
     : world_(quiet_job_world(a.nproc)),
       opened_(a.checkpoint,
@@ -47,6 +67,8 @@ GenerationModel::GenerationModel(const ModelArgs& a, const std::function<void()>
                                                   ? "a fine-tuned classifier"
                                                   : recipe::name_of(c.recipe.model.arch)));
   }
+  defaults_ = generation_defaults(c.recipe.generation, opened_.tokenizer().vocab_size(),
+                                  checkpoint());
   if (before_start) before_start();
   launch::exec_local_job_if_asked(a.nproc, a.threads);
   opened_.load(a.threads);
@@ -59,7 +81,8 @@ generate::Engine GenerationModel::engine() const {
           .model = *ctx.model,
           .tokenizer = opened_.tokenizer(),
           .max_positions = c.longest_sequence(),
-          .vocab = std::min(c.vocab, c.padded_vocab)};
+          .vocab = std::min(c.vocab, c.padded_vocab),
+          .defaults = defaults_};
 }
 
 std::string GenerationModel::description() const {

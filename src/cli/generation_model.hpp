@@ -26,6 +26,11 @@ struct ModelArgs {
   void add_to(CLI::App* cmd);
 };
 
+// The recipe's generation section as the engine takes it; UserError for a stop token past the
+// tokenizer's `vocab` ids (`where` names the checkpoint).
+generate::GenerationDefaults generation_defaults(const recipe::GenerationSection& g, int64_t vocab,
+                                                 const std::string& where);
+
 class GenerationModel {
  public:
   // Checks the checkpoint and its tokenizer (UserError), then, with --nproc N, replaces this
@@ -50,6 +55,7 @@ class GenerationModel {
  private:
   int world_ = 1;
   train::CheckpointModel opened_;
+  generate::GenerationDefaults defaults_;
 };
 
 }  // namespace megatron::cli

@@ -81,6 +81,16 @@ std::optional<int32_t> single_token(const data::Tokenizer& t, const std::string&
   return std::nullopt;
 }
 
+// Whether a request chooses its own sampling; if not, the model's defaults (its recipe's
+// generation section) apply.
+bool asks_sampling(const json& body) {
+  for (const char* key : {"temperature", "top_k", "top_p"}) {
+    const auto it = body.find(key);
+    if (it != body.end() && !it->is_null()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ApiRequest parse_megatron_request(const json& body, const data::Tokenizer& tokenizer,
@@ -116,6 +126,7 @@ ApiRequest parse_megatron_request(const json& body, const data::Tokenizer& token
   if (!(top_p >= 0.0 && top_p <= 1.0)) throw ApiError("top_p must be a number from 0 to 1");
   if (top_p > 0.0 && top_k > 0) throw ApiError("cannot set both top-k and top-p samplings.");
   o.sampling = {.temperature = temperature, .top_k = top_k, .top_p = top_p};
+  if (!asks_sampling(body) && limits.defaults.sampling) o.sampling = *limits.defaults.sampling;
   o.top_p_decay = get<double>(body, "top_p_decay", 0.0);
   if (!(o.top_p_decay >= 0.0 && o.top_p_decay <= 1.0)) throw ApiError("top_p_decay must be a number from 0 to 1");
   if (o.top_p_decay > 0.0 && top_p == 0.0) throw ApiError("top_p_decay cannot be set without top_p");
@@ -132,6 +143,8 @@ ApiRequest parse_megatron_request(const json& body, const data::Tokenizer& token
                                tokenizer.vocab_size()));
   }
   if (stop_token >= 0) o.eod = int32_t(stop_token);
+  // A request's own stop_token replaces end-of-document and the model's other end tokens.
+  if (!body.contains("stop_token")) o.end_tokens = limits.defaults.end_tokens;
   if (get<bool>(body, "stop_on_double_eol", false)) {
     const auto t = single_token(tokenizer, "\n\n");
     if (!t) throw ApiError("stop_on_double_eol: this tokenizer has no single token for a blank line");
@@ -189,6 +202,7 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
   if (top_k > 0 && top_p < 1.0) throw ApiError("cannot set both top_k and top_p");
   // top_p 1 keeps every token.
   o.sampling = sampling_for(temperature, top_k, top_p < 1.0 ? top_p : 0.0);
+  if (!asks_sampling(body) && limits.defaults.sampling) o.sampling = *limits.defaults.sampling;
   if (get<int64_t>(body, "n", 1) != 1) throw ApiError("n must be 1: one completion per prompt");
   if (get<int64_t>(body, "best_of", 1) != 1) throw ApiError("best_of must be 1");
   if (get<bool>(body, "stream", false)) throw ApiError("stream is not supported: send stream=false");
@@ -219,6 +233,7 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
     }
   }
   o.eod = tokenizer.special_tokens().eod;
+  o.end_tokens = limits.defaults.end_tokens;
   o.seed = seed_field(body, "seed", seed);
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || prompt->is_null()) throw ApiError("prompt is required");

@@ -32,9 +32,11 @@ struct ApiRequest {
   bool log = true;              // Megatron's no_log turns the server's request line off
 };
 
+// What the served model allows and does by default.
 struct ApiLimits {
   int64_t max_positions = 0;
   int64_t max_prompts = 128;  // per request (Megatron's limit)
+  GenerationDefaults defaults;  // for requests that name no sampling or stop token
 };
 
 // `seed` is used where the request gives none. Throws ApiError.

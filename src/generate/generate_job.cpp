@@ -19,12 +19,15 @@
 namespace megatron::generate {
 namespace {
 
-GenerateOptions options_of(const GenerateJob& job, const data::Tokenizer& tokenizer) {
+GenerateOptions options_of(const GenerateJob& job, const Engine& engine) {
   GenerateOptions o;
   o.max_tokens = job.max_tokens;
   o.sampling = job.sampling;
   o.seed = job.seed;
-  if (!job.ignore_eod) o.eod = tokenizer.special_tokens().eod;
+  if (!job.ignore_eod) {
+    o.eod = engine.tokenizer.special_tokens().eod;
+    o.end_tokens = engine.defaults.end_tokens;
+  }
   o.stop = job.stop;
   o.logprobs = job.logprobs;
   return o;
@@ -162,7 +165,7 @@ std::vector<std::string> read_prompts(const GenerateJob& job) {
 
 void generate_text(const GenerateJob& job, const std::vector<std::string>& texts,
                    const Engine& engine, bool rank0, const std::string& description) {
-  const GenerateOptions options = options_of(job, engine.tokenizer);
+  const GenerateOptions options = options_of(job, engine);
   const std::vector<std::vector<int32_t>> prompts =
       tokenize(job, texts, engine.tokenizer, engine.max_positions);
   spdlog::info("megatron generate {}", description);

@@ -165,6 +165,8 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
     if (on_text) on_text(b, text);
     return cut != std::string::npos;
   };
+  std::vector<int32_t> end_tokens = o.end_tokens;
+  if (o.eod) end_tokens.insert(end_tokens.begin(), *o.eod);
   decode(stepper, seqs,
          {.max_tokens = o.max_tokens,
           .max_positions = limit,
@@ -172,7 +174,7 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
           .top_p_decay = o.top_p_decay,
           .top_p_bound = o.top_p_bound,
           .seed = o.seed,
-          .end_tokens = o.eod ? std::vector<int32_t>{*o.eod} : std::vector<int32_t>{},
+          .end_tokens = end_tokens,
           .stop_tokens = o.stop_tokens,
           .logprobs = o.logprobs,
           .top_logprobs = o.top_logprobs},

@@ -25,6 +25,7 @@ struct GenerateOptions {
   double top_p_bound = 0.0;
   uint64_t seed = 0;
   std::optional<int32_t> eod;  // stops a sequence when generated (and is not part of its text)
+  std::vector<int32_t> end_tokens;   // more tokens that do what eod does
   std::vector<int32_t> stop_tokens;  // more tokens that stop a sequence (kept in its text)
   std::vector<std::string> stop;     // strings that stop a sequence (cut from its text)
   bool logprobs = false;             // log-probability of every token after the first
@@ -54,12 +55,21 @@ struct GenerateStats {
   int64_t kv_cache_positions = 0;
 };
 
+// What the checkpoint's recipe says generation does unless told otherwise (its generation
+// section, a Hugging Face import's generation_config.json): the sampling when a command or
+// request names none, and the tokens that end a sequence besides end-of-document.
+struct GenerationDefaults {
+  std::optional<Sampling> sampling;
+  std::vector<int32_t> end_tokens;
+};
+
 struct Engine {
   tensor::Backend& backend;
   const model::LanguageModel& model;
   const data::Tokenizer& tokenizer;
   int64_t max_positions = 0;  // the model's
   int64_t vocab = 0;          // logits columns (the tokenizer's vocabulary, no padding)
+  GenerationDefaults defaults;
 };
 
 // Called after each step for each sequence that gained a token: (index in the batch, its

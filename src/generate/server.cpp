@@ -131,7 +131,8 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   // A grace of seconds, not training's half second: under mpirun a Ctrl-C reaches mpirun too,
   // which tears the job down while the ranks finalize, and MPI_Finalize then takes that long.
   dist::enable_graceful_stop(std::chrono::seconds(3));
-  const ApiLimits limits{.max_positions = engine.max_positions, .max_prompts = a.max_prompts};
+  const ApiLimits limits{.max_positions = engine.max_positions, .max_prompts = a.max_prompts,
+                         .defaults = engine.defaults};
   const std::string& name = a.model_name;
   Channel channel(world);
   int64_t served = 0;

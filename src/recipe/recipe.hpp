@@ -227,6 +227,20 @@ constexpr bool is_classification(FinetuneFormat f) {
   return f == FinetuneFormat::Jsonl || f == FinetuneFormat::Mnli || f == FinetuneFormat::Qqp;
 }
 
+// What `megatron generate` and `serve` do when a flag or request does not say: a Hugging Face
+// import writes it from generation_config.json (its eos_token_id list, do_sample, temperature,
+// top_k, top_p).
+struct GenerationSection {
+  // Tokens that end a generated sequence besides the tokenizer's end-of-document (Llama 3.1
+  // Instruct's <|eom_id|> and <|eot_id|>, Qwen's <|im_end|>); not part of its text.
+  std::vector<int64_t> stop_token_ids;
+  std::optional<bool> do_sample;     // false: greedy
+  std::optional<double> temperature;
+  std::optional<int64_t> top_k;
+  std::optional<double> top_p;
+  bool sampling_set() const { return do_sample || temperature || top_k || top_p; }
+};
+
 struct ClusterSection {
   int64_t nodes = 1;
   int64_t gpus_per_node = 1;
@@ -260,6 +274,7 @@ struct Recipe {
   LoggingSection logging;
   EvalSection eval;
   FinetuneSection finetune;
+  GenerationSection generation;
   ClusterSection cluster;
 };
 

@@ -463,6 +463,33 @@ std::vector<FieldSpec> other_fields() {
                     derived("weights drawn from training.seed")));
   }
   {
+    using S = GenerationSection;
+    auto g = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
+      return bind("generation", &Recipe::generation, key, member, std::move(doc), std::move(limits));
+    };
+    out.push_back(g("stop_token_ids", &S::stop_token_ids,
+                    "Token ids that end a generated sequence besides the tokenizer's "
+                    "end-of-document (generation_config.json's eos_token_id list: Llama 3.1 "
+                    "Instruct's <|eot_id|>, Qwen's <|im_end|>); not part of the text. "
+                    "--ignore-eod ignores them too.",
+                    up_to(double(int64_t{1} << 31) - 1, kNonNegative)));
+    out.push_back(g("do_sample", &S::do_sample,
+                    "false: greedy; true: sample with the temperature, top_k and top_p below. "
+                    "Used when generate gets no --temperature, --top-k, --top-p or --greedy, and "
+                    "when a request names none of them.",
+                    derived("sample when temperature, top_k or top_p is set, else the commands' "
+                            "own defaults")));
+    out.push_back(g("temperature", &S::temperature, "Sampling temperature (0: greedy).",
+                    derived("1", {.min = 0, .max = 100})));
+    out.push_back(g("top_k", &S::top_k,
+                    "Sample from the k most likely tokens (0: all). With top_p too, top-k first, "
+                    "then top-p over what it keeps, as transformers does.",
+                    derived("0", up_to(double(INT32_MAX), kNonNegative))));
+    out.push_back(g("top_p", &S::top_p,
+                    "Sample from the smallest set of tokens with this much probability (0: off).",
+                    derived("0", kProbability)));
+  }
+  {
     using S = ClusterSection;
     auto c = [](const char* key, auto S::*member, std::string doc, Limits limits = {}) {
       return bind("cluster", &Recipe::cluster, key, member, std::move(doc), std::move(limits));
@@ -565,6 +592,8 @@ const std::vector<SectionSpec>& sections() {
       {"logging", "What is printed and recorded, and where."},
       {"eval", "Validation during training, and the downstream tasks `megatron eval` runs."},
       {"finetune", "Classification fine-tuning from a pre-trained checkpoint (Megatron's tasks/)."},
+      {"generation", "What generate and serve do unless a flag or request says otherwise (a "
+                     "Hugging Face import's generation_config.json)."},
       {"cluster", "Nodes, GPUs per node, hardware profile, Slurm settings."},
   };
   return all;

@@ -2,6 +2,9 @@
 // by plan::model_config (what every job and the export read), it gives the model back.
 #include "ckpt/hf_recipe.hpp"
 
+#include "ckpt/hf_generation_config.hpp"
+#include "core/error.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -58,6 +61,7 @@ void expect_same_model(const model::ModelConfig& got, const model::ModelConfig& 
   EXPECT_EQ(got.tie_embeddings, want.tie_embeddings);
   EXPECT_EQ(got.linear_bias, want.linear_bias);
   EXPECT_EQ(got.qkv_bias, want.qkv_bias);
+  EXPECT_EQ(got.qk_norm, want.qk_norm);
   EXPECT_EQ(got.causal, want.causal);
   EXPECT_EQ(got.encoder_decoder, want.encoder_decoder);
 }
@@ -91,6 +95,82 @@ TEST(HfRecipe, Qwen2Llama31AndMistralImportsRecipesDescribeTheImportedModels) {
   model::ModelConfig mistral = test_support::hf_tiny_llama();
   mistral.sliding_window = 16;
   expect_same_model(read_back({.arch = HfArch::Mistral, .config = mistral}), mistral);
+  const model::ModelConfig qwen3 = test_support::hf_tiny_qwen3();
+  expect_same_model(read_back({.arch = HfArch::Qwen3, .config = qwen3}), qwen3);
+}
+
+// meta-llama/Llama-3.1-8B-Instruct's generation_config.json, and Qwen/Qwen2.5-0.5B-Instruct's.
+const char* kLlama31Instruct = R"({"bos_token_id": 128000, "do_sample": true,
+  "eos_token_id": [128001, 128008, 128009], "temperature": 0.6, "top_p": 0.9,
+  "transformers_version": "4.42.3"})";
+const char* kQwen25Instruct = R"({"bos_token_id": 151643, "pad_token_id": 151643, "do_sample": true,
+  "eos_token_id": [151645, 151643], "repetition_penalty": 1.05, "temperature": 0.7, "top_p": 0.8,
+  "top_k": 20, "transformers_version": "4.37.0"})";
+
+recipe::GenerationSection generation_read_back(const char* generation_config, int64_t vocab) {
+  test_support::TempDir dir;
+  std::ofstream(dir.path() / "generation_config.json") << generation_config;
+  model::ModelConfig c = test_support::hf_tiny_llama();
+  c.vocab = vocab;
+  c.padded_vocab = (vocab + 127) / 128 * 128;
+  const auto file = dir.path() / "recipe.yaml";
+  std::ofstream(file) << hf_recipe_yaml({.arch = HfArch::Llama, .config = c}, tensor::DType::F32,
+                                        dir.path().string());
+  return recipe::compile(file, {.world_from_layout = true}).recipe.generation;
+}
+
+TEST(HfRecipe, GenerationConfigsEndTokensAndSamplingBecomeTheGenerationSection) {
+  const recipe::GenerationSection llama = generation_read_back(kLlama31Instruct, 128256);
+  EXPECT_EQ(llama.stop_token_ids, (std::vector<int64_t>{128001, 128008, 128009}));
+  EXPECT_EQ(llama.do_sample, true);
+  EXPECT_EQ(llama.temperature, 0.6);
+  // transformers' default top_k (50) applies too when sampling, before top_p.
+  EXPECT_EQ(llama.top_k, 50);
+  EXPECT_EQ(llama.top_p, 0.9);
+  const recipe::GenerationSection qwen = generation_read_back(kQwen25Instruct, 151936);
+  EXPECT_EQ(qwen.stop_token_ids, (std::vector<int64_t>{151645, 151643}));
+  EXPECT_EQ(qwen.top_k, 20);
+  EXPECT_EQ(qwen.top_p, 0.8);
+  // transformers' own save of a base model: greedy, no end tokens.
+  const recipe::GenerationSection base =
+      generation_read_back(R"({"_from_model_config": true, "transformers_version": "5.25.0"})", 1000);
+  EXPECT_TRUE(base.stop_token_ids.empty());
+  EXPECT_EQ(base.do_sample, false);
+}
+
+TEST(HfRecipe, GenerationSettingsTheEngineDoesNotApplyAreNamedInTheRecipe) {
+  const HfGenerationDefaults g =
+      hf_generation_defaults(nlohmann::json::parse(kQwen25Instruct), "dir/generation_config.json", 151936);
+  EXPECT_EQ(g.not_applied, std::vector<std::string>{"repetition_penalty = 1.05"});
+  EXPECT_NE(generation_yaml(g).find("# Not applied by generate or serve (transformers applies it): "
+                                    "repetition_penalty = 1.05"),
+            std::string::npos);
+  // Settings at which transformers computes the same are not named.
+  EXPECT_TRUE(hf_generation_defaults(nlohmann::json::parse(R"({"repetition_penalty": 1.0, "num_beams": 1})"),
+                                     "g.json", 10)
+                  .not_applied.empty());
+}
+
+TEST(HfRecipe, ABadGenerationConfigIsRefusedNamingTheFileAndKey) {
+  const auto refusal = [](const char* text, int64_t vocab) -> std::string {
+    try {
+      hf_generation_defaults(nlohmann::json::parse(text), "dir/generation_config.json", vocab);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal(R"({"eos_token_id": [1, 200]})", 100),
+            "dir/generation_config.json: eos_token_id 200 is outside the model's 100 tokens");
+  EXPECT_EQ(refusal(R"({"eos_token_id": -1})", 100),
+            "dir/generation_config.json: eos_token_id -1 is outside the model's 100 tokens");
+  EXPECT_EQ(refusal(R"({"eos_token_id": "2"})", 100),
+            "dir/generation_config.json: eos_token_id = \"2\": expected a token id or a list of them");
+  EXPECT_EQ(refusal(R"({"temperature": -1})", 100),
+            "dir/generation_config.json: temperature = -1: expected a number from 0 to 100");
+  EXPECT_EQ(refusal(R"({"do_sample": 1})", 100),
+            "dir/generation_config.json: do_sample = 1: expected true or false");
+  EXPECT_EQ(refusal(R"([1])", 100), "dir/generation_config.json: expected a JSON object");
 }
 
 TEST(HfRecipe, AT5ImportsRecipeDescribesTheImportedModel) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -258,6 +259,61 @@ namespace {
 // On a GPU (scripts/gpu-check.sh runs the Cuda* suites): the CUDA backend's prefill (flash
 // attention) and decode (cached_attention.cu) give the greedy tokens of the CPU, and
 // log-probabilities within 1e-4 (f32 math, other summation orders; TF32 off).
+// The recipe's generation section (a Hugging Face import's generation_config.json): its end
+// tokens stop a sequence as end-of-document does, and its sampling applies when no flag names one.
+std::vector<nlohmann::json> generated(const std::string& flags, const fs::path& dir) {
+  const fs::path prompts = dir / "one.jsonl";
+  std::ofstream(prompts) << R"({"prompt": "Mr. Darcy"})" << "\n";
+  const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 +
+                                       " --threads 1 --prompts " + prompts.string() +
+                                       " --max-tokens 12 " + flags);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return jsonl(r.out);
+}
+
+TEST(GenerateCli, TheRecipesStopTokenIdsEndASequenceAndAreLeftOutOfItsText) {
+  test_support::TempDir dir;
+  // Sampled (the seed fixes the draws): the tiny model's greedy text repeats one token.
+  const auto free = generated("--seed 5 --ignore-eod", dir.path());
+  ASSERT_EQ(free.size(), 1u);
+  const std::vector<int32_t> tokens = free[0]["tokens"].get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 12u);
+  // The first token that does not occur before it: the sequence ends just before it.
+  size_t at = 1;
+  while (at < tokens.size() && std::find(tokens.begin(), tokens.begin() + at, tokens[at]) != tokens.begin() + at) ++at;
+  ASSERT_LT(at, tokens.size());
+  const auto stopped = generated(fmt::format("--seed 5 generation.stop_token_ids=[{}]", tokens[at]), dir.path());
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0]["tokens"].get<std::vector<int32_t>>(),
+            std::vector<int32_t>(tokens.begin(), tokens.begin() + at));
+  EXPECT_EQ(stopped[0]["finish_reason"], "stop");
+  // --ignore-eod keeps going past them too.
+  EXPECT_EQ(generated(fmt::format("--seed 5 --ignore-eod generation.stop_token_ids=[{}]", tokens[at]),
+                      dir.path())[0]["tokens"],
+            free[0]["tokens"]);
+}
+
+TEST(GenerateCli, TheRecipesSamplingAppliesUnlessAFlagNamesOne) {
+  test_support::TempDir dir;
+  const auto greedy = generated("--greedy --ignore-eod", dir.path());
+  // No flag: the recipe's do_sample false is greedy, where the command's own default samples.
+  EXPECT_EQ(generated("--ignore-eod generation.do_sample=false", dir.path())[0]["tokens"],
+            greedy[0]["tokens"]);
+  EXPECT_NE(generated("--ignore-eod", dir.path())[0]["tokens"], greedy[0]["tokens"]);
+  // A flag wins: --temperature 1 samples as the command's default does, whatever the recipe says.
+  EXPECT_EQ(generated("--ignore-eod --temperature 1 generation.do_sample=false", dir.path())[0]["tokens"],
+            generated("--ignore-eod", dir.path())[0]["tokens"]);
+}
+
+TEST(GenerateCli, ARecipeStopTokenPastTheVocabularyIsOneLineAndExitTwo) {
+  const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 +
+                                       " --prompt 'Mr. Darcy' --max-tokens 2 generation.stop_token_ids=[50257]");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("generation.stop_token_ids holds 50257, past the tokenizer's 50257 tokens"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CudaGenerate, GreedyTokensAndLogprobsAreTheCpus) {
   if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
   test_support::TempDir dir;

@@ -46,6 +46,40 @@ TEST(MegatronApi, DefaultsAreMegatrons) {
   EXPECT_EQ(r.prompts, (std::vector<std::vector<int32_t>>{gpt2().encode("Hello world")}));
 }
 
+// The served model's recipe (a Hugging Face import's generation_config.json): its sampling for
+// requests that name none, its end tokens unless a request gives its own stop token.
+const ApiLimits kWithDefaults{
+    .max_positions = 64,
+    .defaults = {.sampling = Sampling{.temperature = 0.6, .top_k = 50, .top_p = 0.9},
+                 .end_tokens = {13, 198}}};
+
+TEST(MegatronApi, TheModelsDefaultsApplyUnlessTheRequestNamesItsOwn) {
+  const auto parse = [](const std::string& body) {
+    return parse_megatron_request(json::parse(body), gpt2(), kWithDefaults, 7);
+  };
+  const ApiRequest plain = parse(R"({"prompts": ["Hi"]})");
+  EXPECT_EQ(plain.options.sampling.temperature, 0.6);
+  EXPECT_EQ(plain.options.sampling.top_k, 50);
+  EXPECT_EQ(plain.options.sampling.top_p, 0.9);
+  EXPECT_EQ(plain.options.eod, 50256);
+  EXPECT_EQ(plain.options.end_tokens, (std::vector<int32_t>{13, 198}));
+  const ApiRequest own = parse(R"({"prompts": ["Hi"], "temperature": 2.0, "stop_token": 11})");
+  EXPECT_EQ(own.options.sampling.temperature, 2.0);
+  EXPECT_EQ(own.options.sampling.top_k, 0);
+  EXPECT_EQ(own.options.eod, 11);
+  EXPECT_TRUE(own.options.end_tokens.empty());
+}
+
+TEST(CompletionsApi, TheModelsDefaultsApplyUnlessTheRequestNamesItsOwn) {
+  const auto parse = [](const std::string& body) {
+    return parse_completions_request(json::parse(body), gpt2(), kWithDefaults, 7);
+  };
+  const ApiRequest plain = parse(R"({"prompt": "Hi"})");
+  EXPECT_EQ(plain.options.sampling.top_p, 0.9);
+  EXPECT_EQ(plain.options.end_tokens, (std::vector<int32_t>{13, 198}));
+  EXPECT_EQ(parse(R"({"prompt": "Hi", "temperature": 0})").options.sampling.top_k, 1);
+}
+
 TEST(MegatronApi, FieldsBecomeTheOptionsTheyName) {
   const ApiRequest r = megatron(R"({"prompts": ["a", "b c"], "tokens_to_generate": 5, "logprobs": true,
       "temperature": 0.5, "top_p": 0.9, "top_p_decay": 0.5, "top_p_bound": 0.2, "random_seed": 42,
