@@ -5,10 +5,13 @@
 # its original context shrunk to 64 so that prompts reach the scaled frequencies; a 540-token
 # prompt among them) with bpe_llama3, Qwen2 (Qwen2.5's shape: q/k/v biases, tied) with Qwen2.5's
 # tokenizer, Qwen3 (q/k norms, head_dim apart from hidden / heads) with Qwen3's, and Mistral (4096
-# window, untied) with Mistral v0.1's (byte fallback, <s> before each prompt). Each is imported
+# window, untied) with Mistral v0.1's (byte fallback, <s> before each prompt), and Qwen2 with
+# DeepSeek-R1's tokenizer (DeepSeek-R1-Distill-Qwen's pairing; its chat template). Each is imported
 # with `megatron convert --from hf` and used with no tokenizer flags:
 #   - generate: greedily continued by `megatron generate` and by transformers; the ids and texts
 #     must be the same, token for token;
+#   - chat (Qwen2.5's, Qwen3's and DeepSeek-R1's tokenizers carry their chat templates): `megatron generate
+#     --chat-template auto` against transformers' apply_chat_template(add_generation_prompt=True);
 #   - eval: `megatron eval --task multiple-choice --log-samples` against each choice's
 #     log-likelihood from transformers (lm-evaluation-harness's requests), within 1e-4 relative
 #     (both f32; summation orders differ).
@@ -49,7 +52,7 @@ cat > "$work/choices.jsonl" <<'JSON'
 {"context": "函数的导数是", "choices": ["变化率", "一个常数"], "gold": 0}
 JSON
 status=0
-for family in llama31:bpe_llama3 qwen2:real_qwen2_5 qwen3:real_qwen3 mistral:real_mistral_v0_1; do
+for family in llama31:bpe_llama3 qwen2:real_qwen2_5 qwen3:real_qwen3 mistral:real_mistral_v0_1 qwen2:real_deepseek_r1; do
   name=${family%%:*}
   fixture=tests/data/hf_tokenizers/${family#*:}
   rm -rf "$work/tok" "$work/hf" "$work/ckpt"
@@ -68,6 +71,13 @@ for family in llama31:bpe_llama3 qwen2:real_qwen2_5 qwen3:real_qwen3 mistral:rea
   "$venv/bin/python" "$peer" score "$work/hf" "$work/choices.jsonl" 2>/dev/null >"$work/their_lls.jsonl"
   "$megatron" eval "$work/ckpt" --task multiple-choice --data "$work/choices.jsonl" \
     --log-samples "$work/our_lls.jsonl" >/dev/null 2>"$work/log" || { cat "$work/log"; exit 1; }
+  : >"$work/our_chat.jsonl"
+  : >"$work/their_chat.jsonl"
+  if [[ -f "$work/tok/tokenizer_config.json" ]]; then
+    "$venv/bin/python" "$peer" chat "$work/hf" "$work/prompts.jsonl" "$tokens" 2>/dev/null >"$work/their_chat.jsonl"
+    "$megatron" generate "$work/ckpt" --prompts "$work/prompts.jsonl" --greedy --ignore-eod \
+      --chat-template auto --max-tokens "$tokens" 2>"$work/log" >"$work/our_chat.jsonl" || { cat "$work/log"; exit 1; }
+  fi
   python3 - "$work" "$name + ${family#*:}" <<'PY' || status=1
 import json, sys
 work, what = sys.argv[1], sys.argv[2]
@@ -80,6 +90,11 @@ for o, t in zip(ours, theirs):
     print(f"  {'same' if ok else 'DIFFERENT'}: {t['prompt'][:40]!r} ({len(t['prompt_ids'])} tokens) -> {t['text'][:40]!r}")
 print(f"{what}: {same}/{len(theirs)} prompts generate the same ids and text as transformers")
 ok = same == len(theirs) == len(ours)
+our_chat, their_chat = rows("our_chat.jsonl"), rows("their_chat.jsonl")
+if their_chat:
+    chat_same = sum(o["tokens"] == t["ids"] and o["text"] == t["text"] for o, t in zip(our_chat, their_chat))
+    print(f"{what}: chat template: {chat_same}/{len(their_chat)} prompts as user turns generate the same ids and text as transformers")
+    ok = ok and chat_same == len(their_chat) == len(our_chat)
 our_lls = [[r[0] for r in s["filtered_resps"]] for s in sorted(rows("our_lls.jsonl"), key=lambda s: s["doc_id"])]
 their_lls = [s["lls"] for s in rows("their_lls.jsonl")]
 worst = max(abs(a - b) / max(1.0, abs(b)) for o, t in zip(our_lls, their_lls) for a, b in zip(o, t))

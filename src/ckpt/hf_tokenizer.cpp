@@ -69,7 +69,11 @@ void write_hf_tokenizer(const HfTokenizerFiles& f, const fs::path& dir, int64_t 
       const fs::path file = fs::is_directory(f.tokenizer_model, ec) ? fs::path(f.tokenizer_model) / "tokenizer.json"
                                                                     : fs::path(f.tokenizer_model);
       copy_as(file.string(), dir / "tokenizer.json");
-      // The tokenizer's own settings (special tokens, chat template) travel with it.
+      // The tokenizer's own settings (special tokens, chat template: transformers 5 keeps it in
+      // chat_template.jinja) travel with it.
+      if (const fs::path jinja = file.parent_path() / "chat_template.jinja"; fs::is_regular_file(jinja, ec)) {
+        copy_as(jinja.string(), dir / "chat_template.jinja");
+      }
       const fs::path own_config = file.parent_path() / "tokenizer_config.json";
       if (fs::is_regular_file(own_config, ec)) {
         copy_as(own_config.string(), dir / "tokenizer_config.json");

@@ -20,6 +20,7 @@ struct GenerateArgs {
   SamplingArgs sampling;
   std::vector<const CLI::Option*> sampling_flags;  // given: the recipe's defaults step aside
   generate::GenerateJob job;
+  std::string chat_template;  // a name, or auto
 };
 
 void run_generate(const GenerateArgs& a) {
@@ -29,6 +30,7 @@ void run_generate(const GenerateArgs& a) {
   const GenerationModel model(a.model, [&] { texts = generate::read_prompts(a.job); });
   generate::GenerateJob job = a.job;
   job.sampling = a.sampling.sampling();
+  if (!a.chat_template.empty()) job.chat_template = model.chat_template(a.chat_template);
   const generate::Engine engine = model.engine();
   const bool flagged = std::any_of(a.sampling_flags.begin(), a.sampling_flags.end(),
                                    [](const CLI::Option* o) { return o->count() > 0; });
@@ -73,6 +75,9 @@ void add_generate_command(CLI::App& app, Actions& actions) {
                 "Start each prompt with the end-of-document token (Megatron's add_BOS)");
   cmd->add_flag("--logprobs", job.logprobs,
                 "Report log-probabilities (jsonl; the continuation's sum for --prompt)");
+  cmd->add_option("--chat-template", args->chat_template,
+                  "Each prompt as a user turn of this chat template, then the assistant's header: " +
+                      data::chat_template_names() + ", or auto (the checkpoint tokenizer's own)");
   cmd->add_option("--batch-size", job.batch_size,
                   "--prompts: prompts generated together (default 8)")
       ->check(whole_number(1024));

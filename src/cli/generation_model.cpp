@@ -85,6 +85,16 @@ generate::Engine GenerationModel::engine() const {
           .defaults = defaults_};
 }
 
+data::ChatTemplate GenerationModel::chat_template(const std::string& name) const {
+  const recipe::CompiledRecipe& c = opened_.compiled();
+  std::filesystem::path tokenizer;
+  if (c.recipe.data.tokenizer_model) {
+    tokenizer = *c.recipe.data.tokenizer_model;
+    if (tokenizer.is_relative()) tokenizer = std::filesystem::path(c.file).parent_path() / tokenizer;
+  }
+  return data::chat_template_for(name, tokenizer);
+}
+
 std::string GenerationModel::description() const {
   const train::ModelContext& ctx = opened_.context();
   const model::ModelConfig& c = ctx.config;

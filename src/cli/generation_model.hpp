@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/tokenizer_args.hpp"
+#include "data/chat_template.hpp"
 #include "generate/generator.hpp"
 #include "train/checkpoint_model.hpp"
 
@@ -51,6 +52,9 @@ class GenerationModel {
   }
   std::string checkpoint() const { return opened_.dir().string(); }
   std::string description() const;
+  // The chat template `name` names, or for "auto" the one the checkpoint's tokenizer carries
+  // (UserError when it has none megatron renders).
+  data::ChatTemplate chat_template(const std::string& name) const;
 
  private:
   int world_ = 1;

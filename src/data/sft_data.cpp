@@ -13,40 +13,6 @@
 namespace megatron::data {
 namespace {
 
-// Appends a segment, merged into the last one when both have the same flag.
-void append(SftExample& example, std::string text, bool scored) {
-  if (text.empty()) return;
-  if (!example.segments.empty() && example.segments.back().scored == scored) {
-    example.segments.back().text += text;
-  } else {
-    example.segments.push_back({.text = std::move(text), .scored = scored});
-  }
-}
-
-const char* role_name(ChatRole role) {
-  switch (role) {
-    case ChatRole::System:
-      return "system";
-    case ChatRole::User:
-      return "user";
-    case ChatRole::Assistant:
-      return "assistant";
-  }
-  return "user";
-}
-
-const char* plain_prefix(ChatRole role) {
-  switch (role) {
-    case ChatRole::System:
-      return "System: ";
-    case ChatRole::User:
-      return "User: ";
-    case ChatRole::Assistant:
-      return "Assistant: ";
-  }
-  return "User: ";
-}
-
 std::vector<ChatMessage> messages_of(const nlohmann::json& record, const std::string& field,
                                      const std::string& path, int64_t line) {
   const nlohmann::json& value =
@@ -121,22 +87,6 @@ std::vector<SftExample> read_prompt_response_jsonl(const std::string& path, cons
                                 {.text = std::move(response), .scored = true}}});
   });
   if (out.empty()) throw UserError(fmt::format("{}: no examples", path));
-  return out;
-}
-
-SftExample render_chat(std::span<const ChatMessage> messages, ChatTemplate chat_template) {
-  SftExample out;
-  for (const ChatMessage& m : messages) {
-    const bool scored = m.role == ChatRole::Assistant;
-    if (chat_template == ChatTemplate::ChatMl) {
-      append(out, fmt::format("<|im_start|>{}\n", role_name(m.role)), false);
-      append(out, m.content + "<|im_end|>", scored);
-      append(out, "\n", false);
-    } else {
-      append(out, plain_prefix(m.role), false);
-      append(out, m.content + "\n", scored);
-    }
-  }
   return out;
 }
 

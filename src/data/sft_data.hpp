@@ -11,22 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "data/chat_template.hpp"
 #include "data/sample.hpp"
 #include "data/tokenizer.hpp"
 
 namespace megatron::data {
-
-// A stretch of an example's text, and whether the model is trained to produce it.
-struct SftSegment {
-  std::string text;
-  bool scored = false;
-};
-
-// A prompt/response pair is {prompt, unscored}, {response, scored}; a chat is its template's
-// rendering (render_chat).
-struct SftExample {
-  std::vector<SftSegment> segments;
-};
 
 struct SftFields {
   std::string prompt = "prompt";
@@ -39,24 +28,6 @@ struct SftFields {
 // examples is a UserError naming file:line and the field.
 std::vector<SftExample> read_prompt_response_jsonl(const std::string& path,
                                                    const SftFields& fields = {});
-
-enum class ChatRole { System, User, Assistant };
-
-struct ChatMessage {
-  ChatRole role = ChatRole::User;
-  std::string content;
-};
-
-// How a transcript becomes text. The loss covers each assistant turn's content and the end of
-// its turn, nothing else (not the role header):
-//   ChatMl: "<|im_start|>{role}\n{content}<|im_end|>\n"; scored "{content}<|im_end|>".
-//   Plain:  "System: {content}\n", "User: {content}\n", "Assistant: {content}\n"; scored
-//           "{content}\n".
-enum class ChatTemplate { ChatMl, Plain };
-
-// The transcript rendered by the template, adjacent segments of the same flag merged (so the
-// text between two scored stretches is encoded as one piece).
-SftExample render_chat(std::span<const ChatMessage> messages, ChatTemplate chat_template);
 
 // Each non-blank line an object whose field `fields.messages` is a non-empty array of
 // {"role": "system" | "user" | "assistant", "content": string} with at least one assistant

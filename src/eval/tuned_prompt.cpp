@@ -1,8 +1,10 @@
 #include "eval/tuned_prompt.hpp"
 
+#include <filesystem>
 #include <vector>
 
-#include "data/sft_data.hpp"
+#include "data/chat_template.hpp"
+#include "recipe/enum_names.hpp"
 
 namespace megatron::eval {
 namespace {
@@ -11,17 +13,27 @@ bool chat_tuned(const recipe::FinetuneSection& ft) {
   return ft.train_data && ft.format == recipe::FinetuneFormat::Chat;
 }
 
+// The template training used: finetune.chat_template, `auto` read from the recipe's tokenizer
+// (its path relative to the recipe, as training read it).
+data::ChatTemplate template_of(const recipe::CompiledRecipe& compiled) {
+  const auto& model = compiled.recipe.data.tokenizer_model;
+  std::filesystem::path tokenizer;
+  if (model) {
+    tokenizer = *model;
+    if (tokenizer.is_relative()) tokenizer = std::filesystem::path(compiled.file).parent_path() / tokenizer;
+  }
+  return data::chat_template_for(recipe::name_of(compiled.recipe.finetune.chat_template), tokenizer);
+}
+
 }  // namespace
 
-std::string tuned_prompt(const recipe::FinetuneSection& ft, const std::string& prompt) {
-  if (!chat_tuned(ft)) return prompt;
+std::string tuned_prompt(const recipe::CompiledRecipe& compiled, const std::string& prompt) {
+  if (!chat_tuned(compiled.recipe.finetune)) return prompt;
   // The unscored text before the first scored stretch of a transcript whose assistant turn is
   // empty: the user turn and the assistant's header, rendered as in training.
   const std::vector<data::ChatMessage> turns = {{.role = data::ChatRole::User, .content = prompt},
                                                 {.role = data::ChatRole::Assistant, .content = ""}};
-  const data::SftExample rendered = data::render_chat(
-      turns, ft.chat_template == recipe::ChatTemplate::ChatMl ? data::ChatTemplate::ChatMl
-                                                              : data::ChatTemplate::Plain);
+  const data::SftExample rendered = data::render_chat(turns, template_of(compiled));
   std::string out;
   for (const data::SftSegment& segment : rendered.segments) {
     if (segment.scored) break;
@@ -30,10 +42,9 @@ std::string tuned_prompt(const recipe::FinetuneSection& ft, const std::string& p
   return out;
 }
 
-std::string tuned_answer(const recipe::FinetuneSection& ft, const std::string& output) {
-  if (!chat_tuned(ft)) return output;
-  const char* marker = ft.chat_template == recipe::ChatTemplate::ChatMl ? "<|im_end|>" : "\n";
-  return output.substr(0, output.find(marker));
+std::string tuned_answer(const recipe::CompiledRecipe& compiled, const std::string& output) {
+  if (!chat_tuned(compiled.recipe.finetune)) return output;
+  return output.substr(0, output.find(data::chat_turn_end(template_of(compiled))));
 }
 
 }  // namespace megatron::eval

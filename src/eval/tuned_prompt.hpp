@@ -4,16 +4,16 @@
 
 #include <string>
 
-#include "recipe/recipe.hpp"
+#include "recipe/compile.hpp"
 
 namespace megatron::eval {
 
 // A checkpoint tuned with finetune.format: chat gets the prompt as a user turn followed by the
 // assistant's header (exactly the text training put before an assistant turn); others as is.
-std::string tuned_prompt(const recipe::FinetuneSection& finetune, const std::string& prompt);
+std::string tuned_prompt(const recipe::CompiledRecipe& compiled, const std::string& prompt);
 
-// A chat-tuned model's output up to its template's end-of-turn marker (chatml: <|im_end|>,
+// A chat-tuned model's output up to its template's end-of-turn marker (chatml, qwen: <|im_end|>,
 // plain: the newline); others' output whole.
-std::string tuned_answer(const recipe::FinetuneSection& finetune, const std::string& output);
+std::string tuned_answer(const recipe::CompiledRecipe& compiled, const std::string& output);
 
 }  // namespace megatron::eval

@@ -46,9 +46,18 @@ std::vector<std::vector<int32_t>> tokenize(const GenerateJob& job,
         throw UserError("--add-bos: the tokenizer has no end-of-document token to start with");
       ids.push_back(*eod);
     }
-    const std::vector<int32_t> start = tokenizer.prompt_start();
-    ids.insert(ids.end(), start.begin(), start.end());
-    const std::vector<int32_t> text = tokenizer.encode(texts[i]);
+    std::string prompt = texts[i];
+    if (job.chat_template) {
+      const std::vector<data::ChatMessage> turn = {{.role = data::ChatRole::User, .content = prompt}};
+      prompt.clear();
+      for (const data::SftSegment& s : data::render_chat(turn, *job.chat_template, true).segments) {
+        prompt += s.text;
+      }
+    } else {
+      const std::vector<int32_t> start = tokenizer.prompt_start();
+      ids.insert(ids.end(), start.begin(), start.end());
+    }
+    const std::vector<int32_t> text = tokenizer.encode(prompt);
     ids.insert(ids.end(), text.begin(), text.end());
     const std::string which = job.prompts.empty() ? "the prompt" : fmt::format("prompt {}", i + 1);
     if (ids.empty())

@@ -4,10 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "data/chat_template.hpp"
 #include "generate/generator.hpp"
 #include "generate/sampling.hpp"
 
@@ -26,6 +28,10 @@ struct GenerateJob {
   bool add_bos = false;     // start each prompt with the end-of-document token
   bool logprobs = false;
   int64_t batch_size = 8;  // prompts file: prompts generated together
+  // Each prompt a user turn of this chat template, followed by the assistant's header, as
+  // transformers' apply_chat_template(add_generation_prompt=True) writes it (and then encodes it:
+  // without the tokenizer's own leading tokens).
+  std::optional<data::ChatTemplate> chat_template;
 };
 
 // The prompts' texts, with the output's directory made ready: everything about the job's input

@@ -140,8 +140,10 @@ const std::vector<EnumName<FinetuneFormat>>& enum_names() {
 
 template <>
 const std::vector<EnumName<ChatTemplate>>& enum_names() {
-  static const std::vector<EnumName<ChatTemplate>> names{{ChatTemplate::ChatMl, "chatml"},
-                                                         {ChatTemplate::Plain, "plain"}};
+  static const std::vector<EnumName<ChatTemplate>> names{
+      {ChatTemplate::ChatMl, "chatml"},         {ChatTemplate::Plain, "plain"},
+      {ChatTemplate::Qwen25, "qwen2.5"},        {ChatTemplate::Qwen3, "qwen3"},
+      {ChatTemplate::DeepSeekR1, "deepseek-r1"}, {ChatTemplate::Auto, "auto"}};
   return names;
 }
 

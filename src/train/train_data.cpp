@@ -136,8 +136,9 @@ TrainData instruction_data(const recipe::CompiledRecipe& compiled, int64_t train
   }
   const data::SftFields fields{.prompt = ft.prompt_field, .response = ft.response_field,
                                .messages = ft.messages_field};
-  const data::ChatTemplate chat_template =
-      ft.chat_template == recipe::ChatTemplate::ChatMl ? data::ChatTemplate::ChatMl : data::ChatTemplate::Plain;
+  const data::ChatTemplate chat_template = data::chat_template_for(
+      recipe::name_of(ft.chat_template),
+      r.data.tokenizer_model ? relative_to(compiled, *r.data.tokenizer_model) : std::string());
   const auto read = [&](const std::string& path) {
     const std::string file = relative_to(compiled, path);
     const std::vector<data::SftExample> examples =

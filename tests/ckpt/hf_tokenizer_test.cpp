@@ -74,11 +74,13 @@ TEST(HfTokenizer, ATokenizerJsonIsWrittenWithItsConfigAndFoundFirst) {
   fs::create_directories(source);
   std::ofstream(source / "tokenizer.json") << R"({"model": {"type": "BPE"}})";
   std::ofstream(source / "tokenizer_config.json") << R"({"eos_token": "<|im_end|>", "chat_template": "x"})";
+  std::ofstream(source / "chat_template.jinja") << "{{ messages }}";  // transformers 5 keeps it here
   const fs::path out = dir.path() / "out";
   fs::create_directories(out);
   write_hf_tokenizer({.kind = recipe::Tokenizer::HuggingFace, .tokenizer_model = source.string()}, out, 1024);
   EXPECT_EQ(slurp(out / "tokenizer.json"), slurp(source / "tokenizer.json"));
   EXPECT_EQ(slurp(out / "tokenizer_config.json"), slurp(source / "tokenizer_config.json"));
+  EXPECT_EQ(slurp(out / "chat_template.jinja"), "{{ messages }}");
   // A directory with both kinds of files: AutoTokenizer loads the fast one, and so does the import.
   std::ofstream(out / "vocab.json") << "{}";
   std::ofstream(out / "merges.txt") << "";

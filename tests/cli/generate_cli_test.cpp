@@ -314,6 +314,27 @@ TEST(GenerateCli, ARecipeStopTokenPastTheVocabularyIsOneLineAndExitTwo) {
       << r.err;
 }
 
+TEST(GenerateCli, AChatTemplateMakesEachPromptAUserTurnFollowedByTheAssistantsHeader) {
+  test_support::TempDir dir;
+  const fs::path as_chat = dir.path() / "chat.jsonl", by_hand = dir.path() / "hand.jsonl";
+  std::ofstream(as_chat) << R"({"prompt": "Mr. Darcy?"})" << "\n";
+  std::ofstream(by_hand) << nlohmann::json{{"prompt", "<|im_start|>user\nMr. Darcy?<|im_end|>\n<|im_start|>assistant\n"}}.dump() << "\n";
+  const auto run = [&](const fs::path& prompts, const std::string& flags) {
+    const CommandResult r = run_megatron("generate " + checkpoint().string() + kGpt2 + " --threads 1 --prompts " +
+                                         prompts.string() + " --max-tokens 4 --greedy --ignore-eod " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // The prompt's tokens, and what follows them.
+    const size_t at = r.err.find("prefill ");
+    return r.err.substr(at, r.err.find(" tokens", at) - at) + " " + jsonl(r.out).at(0)["tokens"].dump();
+  };
+  EXPECT_EQ(run(as_chat, "--chat-template chatml"), run(by_hand, ""));
+  const CommandResult bad = run_megatron("generate " + checkpoint().string() + kGpt2 +
+                                         " --prompt x --chat-template llama2");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("chat template \"llama2\" is not one of chatml, plain, qwen2.5"), std::string::npos)
+      << bad.err;
+}
+
 TEST(CudaGenerate, GreedyTokensAndLogprobsAreTheCpus) {
   if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
   test_support::TempDir dir;

@@ -7,8 +7,14 @@
 namespace megatron::eval {
 namespace {
 
-recipe::FinetuneSection chat(recipe::ChatTemplate t) {
-  return {.train_data = "chat.jsonl", .format = recipe::FinetuneFormat::Chat, .chat_template = t};
+recipe::CompiledRecipe with(const recipe::FinetuneSection& ft) {
+  recipe::CompiledRecipe c;
+  c.recipe.finetune = ft;
+  return c;
+}
+
+recipe::CompiledRecipe chat(recipe::ChatTemplate t) {
+  return with({.train_data = "chat.jsonl", .format = recipe::FinetuneFormat::Chat, .chat_template = t});
 }
 
 TEST(TunedPrompt, AChatMlModelSeesAUserTurnAndTheAssistantsHeader) {
@@ -22,11 +28,18 @@ TEST(TunedPrompt, APlainTemplateModelSeesUserAndAssistantLines) {
   EXPECT_EQ(tuned_answer(chat(recipe::ChatTemplate::Plain), "Four.\nUser: and"), "Four.");
 }
 
+TEST(TunedPrompt, AQwen3ModelSeesItsGenerationPromptAndAnswersUpToItsEndOfTurn) {
+  EXPECT_EQ(tuned_prompt(chat(recipe::ChatTemplate::Qwen3), "2 + 2?"),
+            "<|im_start|>user\n2 + 2?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(tuned_answer(chat(recipe::ChatTemplate::DeepSeekR1), "Four.<｜end▁of▁sentence｜><｜User｜>"),
+            "Four.");
+}
+
 TEST(TunedPrompt, OtherModelsSeeThePromptAndAnswerAsTheyAre) {
   const recipe::FinetuneSection sft{.train_data = "qa.jsonl", .format = recipe::FinetuneFormat::Sft};
   for (const recipe::FinetuneSection& ft : {recipe::FinetuneSection{}, sft}) {
-    EXPECT_EQ(tuned_prompt(ft, "Q: 2 + 2?\nA:"), "Q: 2 + 2?\nA:");
-    EXPECT_EQ(tuned_answer(ft, " Four.\nQ: next"), " Four.\nQ: next");
+    EXPECT_EQ(tuned_prompt(with(ft), "Q: 2 + 2?\nA:"), "Q: 2 + 2?\nA:");
+    EXPECT_EQ(tuned_answer(with(ft), " Four.\nQ: next"), " Four.\nQ: next");
   }
 }
 

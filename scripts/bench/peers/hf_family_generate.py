@@ -11,6 +11,8 @@ q/k/v biases, tied), qwen3 (q/k RMS norms, head_dim 24 apart from hidden / heads
 
 usage: hf_family_generate.py make FAMILY DIR TOKENIZER_DIR  (writes DIR: config, weights, tokenizer)
        hf_family_generate.py generate DIR PROMPTS.jsonl N   (prints {"prompt", "ids", "text"} lines)
+       hf_family_generate.py chat DIR PROMPTS.jsonl N       (the same, each prompt a user turn of
+           the model's chat template with the generation prompt)
        hf_family_generate.py score DIR TASK.jsonl           (prints {"lls": [...]} per question:
            each choice's log-likelihood as lm-evaluation-harness's loglikelihood requests)
 """
@@ -73,17 +75,27 @@ def make(family, out, tokenizer_dir):
 
 
 def load(out):
-    tokenizer = AutoTokenizer.from_pretrained(out)
+    # tokenizer.json as it is (transformers 5's TokenizersBackend, the `tokenizers` pipeline):
+    # AutoTokenizer picks a class by the model's type, and Qwen2Tokenizer rebuilds Qwen2's
+    # pre-tokenizer, which splits "100" into three digits where DeepSeek-R1's tokenizer.json keeps
+    # it one token (so a Qwen2 model with DeepSeek-R1's tokenizer, as DeepSeek-R1-Distill-Qwen,
+    # would read numbers differently from how its tokenizer was made).
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(out)
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     model.eval()
     return tokenizer, model
 
 
-def generate(out, prompts, n):
+def generate(out, prompts, n, chat=False):
     tokenizer, model = load(out)
     for line in open(prompts, encoding="utf-8"):
         prompt = json.loads(line)["prompt"]
-        ids = tokenizer(prompt, return_tensors="pt").input_ids
+        if chat:  # the prompt as a user turn, rendered by the model's own chat template
+            text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
+                                                 tokenize=False, add_generation_prompt=True)
+            ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+        else:
+            ids = tokenizer(prompt, return_tensors="pt").input_ids
         with torch.no_grad():
             result = model.generate(ids, max_new_tokens=n, do_sample=False, eos_token_id=None,
                                     pad_token_id=0, attention_mask=torch.ones_like(ids))
@@ -120,7 +132,7 @@ def score(out, task):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], sys.argv[4])
-    elif sys.argv[1] == "generate":
-        generate(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] in ("generate", "chat"):
+        generate(sys.argv[2], sys.argv[3], int(sys.argv[4]), chat=sys.argv[1] == "chat")
     else:
         score(sys.argv[2], sys.argv[3])
