@@ -39,11 +39,11 @@ constexpr int64_t kMaxHalf = 48 * 1024 / (2 * sizeof(float));
 // Block (t, y) rotates position t of batches y, y + gridDim.y, ...: its cos and sin, rounded
 // from f64 to f32 as the CPU's tables are (the angle t * frequency reaches thousands of radians,
 // which f32 would misplace), are computed once and shared by those rows. Inverse negates the
-// sine. Each thread takes 8 channels i of a head and their partners i + half.
+// sine; both are scaled by YaRN's attention factor (1 otherwise). Each thread takes 8 channels i of a head and their partners i + half.
 __global__ void __launch_bounds__(kMaxThreads)
     rotary_kernel(Floats qkv, int64_t batch, int64_t seq, int64_t width, int64_t dim,
                   int64_t per_group, int64_t groups, int64_t half, double base,
-                  int64_t rotary_dim, int64_t offset, bool inverse,
+                  int64_t rotary_dim, int64_t offset, bool inverse, double scale,
                   const __grid_constant__ Frequencies frequencies) {
   extern __shared__ float table[];
   float* cos_t = table;
@@ -58,8 +58,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     const double angle = static_cast<double>(t + offset) * frequency;
     double s = 0.0, c = 0.0;
     sincos(angle, &s, &c);
-    cos_t[i] = static_cast<float>(c);
-    sin_t[i] = static_cast<float>(inverse ? -s : s);
+    cos_t[i] = static_cast<float>(scale * c);
+    sin_t[i] = static_cast<float>(scale * (inverse ? -s : s));
   }
   __syncthreads();
 
@@ -131,7 +131,8 @@ void rotary(cudaStream_t stream, Tensor& qkv, const AttentionShape& shape,
   rotary_kernel<<<grid, threads, shared, stream>>>(x, shape.batch, shape.seq, width,
                                                    shape.head_dim, per_group, shape.groups, half,
                                                    options.base, rotary_dim, options.position_offset,
-                                                   inverse, frequencies);
+                                                   inverse, options.scaling.attention_factor,
+                                                   frequencies);
   check_launch(op);
 }
 

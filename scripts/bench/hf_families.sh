@@ -4,7 +4,7 @@
 # Llama-3-built tokenizer.json files (tests/data/hf_tokenizers): Llama 3.1 (llama3 rope scaling,
 # its original context shrunk to 64 so that prompts reach the scaled frequencies; a 540-token
 # prompt among them) with bpe_llama3, Qwen2 (Qwen2.5's shape: q/k/v biases, tied) with Qwen2.5's
-# tokenizer, Qwen3 (q/k norms, head_dim apart from hidden / heads) with Qwen3's, and Mistral (4096
+# tokenizer (and with YaRN scaling, its original context shrunk to 64), Qwen3 (q/k norms, head_dim apart from hidden / heads) with Qwen3's, and Mistral (4096
 # window, untied) with Mistral v0.1's (byte fallback, <s> before each prompt), and Qwen2 with
 # DeepSeek-R1's tokenizer (DeepSeek-R1-Distill-Qwen's pairing; its chat template). Each is imported
 # with `megatron convert --from hf` and used with no tokenizer flags:
@@ -17,6 +17,7 @@
 #     (both f32; summation orders differ).
 #
 #   scripts/bench/hf_families.sh [TOKENS]        (default 24 tokens per prompt)
+#   FAMILIES="qwen3:real_qwen3" scripts/bench/hf_families.sh    (some of them: FAMILY:FIXTURE ...)
 #
 # Uses a venv with PyPI's current torch and transformers (HF5_VENV, default build/hf5-venv,
 # made on first use).
@@ -52,7 +53,8 @@ cat > "$work/choices.jsonl" <<'JSON'
 {"context": "函数的导数是", "choices": ["变化率", "一个常数"], "gold": 0}
 JSON
 status=0
-for family in llama31:bpe_llama3 qwen2:real_qwen2_5 qwen3:real_qwen3 mistral:real_mistral_v0_1 qwen2:real_deepseek_r1; do
+families="${FAMILIES:-llama31:bpe_llama3 qwen2:real_qwen2_5 qwen2-yarn:real_qwen2_5 qwen3:real_qwen3 mistral:real_mistral_v0_1 qwen2:real_deepseek_r1}"
+for family in $families; do
   name=${family%%:*}
   fixture=tests/data/hf_tokenizers/${family#*:}
   rm -rf "$work/tok" "$work/hf" "$work/ckpt"

@@ -241,7 +241,7 @@ model::ModelConfig megatron_bert_from(const Keys& k) {
 
 // Rotary positions from transformers 4's rope_theta and rope_scaling or transformers 5's
 // rope_parameters: the base, and the scaling (rope_type default, linear or llama3, with the
-// settings transformers reads for each). Any other rope_type (yarn, dynamic, longrope, ...) or
+// settings transformers reads for each). Any other rope_type (dynamic, longrope, ...) or
 // setting changes every position's angles in a way the engine does not compute, so it is
 // refused, never dropped.
 void read_rotary(const Keys& k, model::ModelConfig& c) {
@@ -281,8 +281,37 @@ void read_rotary(const Keys& k, model::ModelConfig& c) {
       }
       allowed.insert(allowed.end(), {"factor", "low_freq_factor", "high_freq_factor",
                                      "original_max_position_embeddings"});
+    } else if (type == "yarn") {
+      // transformers' _compute_yarn_parameters: factor, the trained context (the model's own
+      // positions when absent), the ramp's beta_fast / beta_slow and truncate, and the attention
+      // factor given, or from mscale / mscale_all_dim, or from the factor.
+      c.rope_scaling = model::RopeScaling::Yarn;
+      c.rope_scaling_factor = number("factor", 1.0, true);
+      const double original = number("original_max_position_embeddings",
+                                     double(k.size("max_position_embeddings", kMaxPositions, 32768)), false);
+      if (original != std::floor(original) || original > kMaxPositions) {
+        k.bad(key, "original_max_position_embeddings: expected a whole number of positions");
+      }
+      c.rope_original_max_positions = static_cast<int64_t>(original);
+      c.rope_beta_fast = number("beta_fast", 32.0, false);
+      c.rope_beta_slow = number("beta_slow", 1.0, false);
+      if (p.contains("truncate")) {
+        if (!p["truncate"].is_boolean()) k.bad(key, "truncate: expected true or false");
+        c.rope_truncate = p["truncate"].get<bool>();
+      }
+      const double mscale = number("mscale", 0.0, false);
+      const double mscale_all_dim = number("mscale_all_dim", 0.0, false);
+      c.rope_attention_factor =
+          p.contains("attention_factor") ? number("attention_factor", 1.0, true)
+          : mscale > 0 && mscale_all_dim > 0
+              ? model::yarn_attention_factor(c.rope_scaling_factor, mscale) /
+                    model::yarn_attention_factor(c.rope_scaling_factor, mscale_all_dim)
+              : model::yarn_attention_factor(c.rope_scaling_factor);
+      allowed.insert(allowed.end(), {"factor", "original_max_position_embeddings", "beta_fast",
+                                     "beta_slow", "truncate", "mscale", "mscale_all_dim",
+                                     "attention_factor"});
     } else if (type != "default") {
-      k.bad(key, fmt::format("rope_type {} is not supported yet (default, linear and llama3 are): "
+      k.bad(key, fmt::format("rope_type {} is not supported yet (default, linear, llama3 and yarn are): "
                              "imported without it the model would compute something else",
                              printable(type.dump())));
     }
@@ -556,6 +585,14 @@ nlohmann::json rope_scaling_json(const model::ModelConfig& c) {
               {"low_freq_factor", c.rope_low_freq_factor},
               {"high_freq_factor", c.rope_high_freq_factor},
               {"original_max_position_embeddings", c.rope_original_max_positions}};
+    case model::RopeScaling::Yarn:
+      return {{"rope_type", "yarn"},
+              {"factor", c.rope_scaling_factor},
+              {"original_max_position_embeddings", c.rope_original_max_positions},
+              {"beta_fast", c.rope_beta_fast},
+              {"beta_slow", c.rope_beta_slow},
+              {"truncate", c.rope_truncate},
+              {"attention_factor", c.rope_attention_factor}};
   }
   return nullptr;
 }

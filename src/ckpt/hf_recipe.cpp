@@ -47,6 +47,12 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
     if (c.rope_scaling != model::RopeScaling::None) {
       y += fmt::format("  rope_scaling: {}\n  rope_scaling_factor: {}\n", name_of(c.rope_scaling), c.rope_scaling_factor);
     }
+    if (c.rope_scaling == model::RopeScaling::Yarn) {
+      y += fmt::format("  rope_original_max_position_embeddings: {}\n  rope_beta_fast: {}\n"
+                       "  rope_beta_slow: {}\n  rope_truncate: {}\n  rope_attention_factor: {}\n",
+                       c.rope_original_max_positions, c.rope_beta_fast, c.rope_beta_slow,
+                       b(c.rope_truncate), c.rope_attention_factor);
+    }
     if (c.rope_scaling == model::RopeScaling::Llama3) {
       y += fmt::format("  rope_original_max_position_embeddings: {}\n  rope_low_freq_factor: {}\n"
                        "  rope_high_freq_factor: {}\n",

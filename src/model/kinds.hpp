@@ -7,7 +7,7 @@ namespace megatron::model {
 enum class Arch { Gpt, Bert, T5 };
 enum class PositionEmbedding { Learned, Rotary, Relative };
 // Rotary frequencies scaled for contexts past the trained one (transformers' rope_type).
-enum class RopeScaling { None, Linear, Llama3 };
+enum class RopeScaling { None, Linear, Llama3, Yarn };
 enum class NormKind { LayerNorm, RmsNorm };
 enum class Activation { Gelu, GeluTanh, Swiglu, Geglu };  // Geglu: tanh-GeLU gate (T5 v1.1)
 enum class Recompute { None, Selective, Full };

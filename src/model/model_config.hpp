@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "model/kinds.hpp"
@@ -35,6 +36,12 @@ struct ModelConfig {
   int64_t rope_original_max_positions = 8192;
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
+  // yarn: the ramp's bounds in rotations, whether its ends are whole channels, and the factor on
+  // the cosines and sines.
+  double rope_beta_fast = 32.0;
+  double rope_beta_slow = 1.0;
+  bool rope_truncate = true;
+  double rope_attention_factor = 1.0;
   // Mistral's sliding-window attention: each token sees the last `sliding_window` positions
   // (0: all). The engine computes full attention, which is the same function for sequences up
   // to the window, so longer ones are refused (longest_sequence).
@@ -92,6 +99,12 @@ struct ModelConfig {
   bool is_decoder_layer(int64_t layer) const { return encoder_decoder && layer >= num_layers; }
 };
 
+
+// YaRN's attention factor from its scaling factor alone (transformers' yarn_get_mscale):
+// 0.1 ln(factor) + 1, and 1 for a factor of at most 1.
+inline double yarn_attention_factor(double factor, double mscale = 1.0) {
+  return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+}
 
 // Rows per chunk of the fused classifier over `rows` rows of a `columns`-wide vocabulary shard:
 // within the byte budget (or the minimum rows), then evened out over the chunks that makes, so

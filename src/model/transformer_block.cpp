@@ -26,11 +26,16 @@ tensor::RotaryOptions rotary_of(const ModelConfig& c) {
           .base = c.rotary_base,
           .scaling = {.kind = c.rope_scaling == RopeScaling::Linear   ? Kind::Linear
                               : c.rope_scaling == RopeScaling::Llama3 ? Kind::Llama3
+                              : c.rope_scaling == RopeScaling::Yarn   ? Kind::Yarn
                                                                       : Kind::None,
                       .factor = c.rope_scaling_factor,
                       .original_max_positions = static_cast<double>(c.rope_original_max_positions),
                       .low_freq_factor = c.rope_low_freq_factor,
-                      .high_freq_factor = c.rope_high_freq_factor}};
+                      .high_freq_factor = c.rope_high_freq_factor,
+                      .beta_fast = c.rope_beta_fast,
+                      .beta_slow = c.rope_beta_slow,
+                      .truncate = c.rope_truncate,
+                      .attention_factor = c.rope_scaling == RopeScaling::Yarn ? c.rope_attention_factor : 1.0}};
 }
 
 // One of a layer's q/k norm weights (Megatron-Core's q_layernorm / k_layernorm): [head_dim],

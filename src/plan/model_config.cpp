@@ -35,9 +35,16 @@ model::ModelConfig model_config(const recipe::Recipe& recipe, const recipe::Deri
       .rotary_percent = m.rotary_percent,
       .rope_scaling = m.rope_scaling,
       .rope_scaling_factor = m.rope_scaling_factor.value_or(m.rope_scaling == recipe::RopeScaling::Llama3 ? 8.0 : 1.0),
-      .rope_original_max_positions = m.rope_original_max_position_embeddings.value_or(8192),
+      // yarn reads the model's own positions when not told (transformers' setdefault).
+      .rope_original_max_positions = m.rope_original_max_position_embeddings.value_or(
+          m.rope_scaling == recipe::RopeScaling::Yarn ? derived.max_position_embeddings : 8192),
       .rope_low_freq_factor = m.rope_low_freq_factor.value_or(1.0),
       .rope_high_freq_factor = m.rope_high_freq_factor.value_or(4.0),
+      .rope_beta_fast = m.rope_beta_fast.value_or(32.0),
+      .rope_beta_slow = m.rope_beta_slow.value_or(1.0),
+      .rope_truncate = m.rope_truncate.value_or(true),
+      .rope_attention_factor = m.rope_attention_factor.value_or(model::yarn_attention_factor(
+          m.rope_scaling_factor.value_or(m.rope_scaling == recipe::RopeScaling::Llama3 ? 8.0 : 1.0))),
       .sliding_window = m.sliding_window.value_or(0),
       .relative_buckets = m.relative_attention_num_buckets.value_or(32),
       .relative_max_distance = m.relative_attention_max_distance.value_or(128),

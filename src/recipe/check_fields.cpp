@@ -223,14 +223,29 @@ void check_fields(const Recipe& r, const Locator& where) {
        {std::pair{"model.rope_scaling_factor", m.rope_scaling_factor.has_value()},
         std::pair{"model.rope_original_max_position_embeddings", m.rope_original_max_position_embeddings.has_value()},
         std::pair{"model.rope_low_freq_factor", m.rope_low_freq_factor.has_value()},
-        std::pair{"model.rope_high_freq_factor", m.rope_high_freq_factor.has_value()}}) {
-    const bool llama3_only = std::string_view(key) != "model.rope_scaling_factor";
-    if (set && (m.rope_scaling == RopeScaling::None || (llama3_only && m.rope_scaling != RopeScaling::Llama3)))
+        std::pair{"model.rope_high_freq_factor", m.rope_high_freq_factor.has_value()},
+        std::pair{"model.rope_beta_fast", m.rope_beta_fast.has_value()},
+        std::pair{"model.rope_beta_slow", m.rope_beta_slow.has_value()},
+        std::pair{"model.rope_truncate", m.rope_truncate.has_value()},
+        std::pair{"model.rope_attention_factor", m.rope_attention_factor.has_value()}}) {
+    const std::string_view k = key;
+    // Which scalings read the key.
+    const bool any = k == "model.rope_scaling_factor";
+    const bool both = k == "model.rope_original_max_position_embeddings";
+    const bool llama3 = k == "model.rope_low_freq_factor" || k == "model.rope_high_freq_factor";
+    const bool reads = any ? m.rope_scaling != RopeScaling::None
+                       : both ? (m.rope_scaling == RopeScaling::Llama3 || m.rope_scaling == RopeScaling::Yarn)
+                       : llama3 ? m.rope_scaling == RopeScaling::Llama3
+                                : m.rope_scaling == RopeScaling::Yarn;
+    if (set && !reads)
       fail_at(where.at(key), fmt::format("{} is only used with model.rope_scaling: {}", key,
-                                         llama3_only ? "llama3" : "linear or llama3"));
+                                         any ? "linear, llama3 or yarn"
+                                         : both ? "llama3 or yarn"
+                                         : llama3 ? "llama3" : "yarn"));
   }
-  if (m.rope_scaling == RopeScaling::Linear && !m.rope_scaling_factor)
-    fail_at(where.at("model.rope_scaling"), "model.rope_scaling: linear needs model.rope_scaling_factor");
+  if ((m.rope_scaling == RopeScaling::Linear || m.rope_scaling == RopeScaling::Yarn) && !m.rope_scaling_factor)
+    fail_at(where.at("model.rope_scaling"), fmt::format("model.rope_scaling: {} needs model.rope_scaling_factor",
+                                                        name_of(m.rope_scaling)));
   if (m.rope_scaling == RopeScaling::Llama3 &&
       m.rope_high_freq_factor.value_or(4.0) <= m.rope_low_freq_factor.value_or(1.0))
     fail_at(where.at(m.rope_high_freq_factor ? "model.rope_high_freq_factor" : "model.rope_low_freq_factor"),

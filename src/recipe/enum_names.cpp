@@ -23,7 +23,8 @@ const std::vector<EnumName<PositionEmbedding>>& enum_names() {
 template <>
 const std::vector<EnumName<RopeScaling>>& enum_names() {
   static const std::vector<EnumName<RopeScaling>> names{
-      {RopeScaling::None, "none"}, {RopeScaling::Linear, "linear"}, {RopeScaling::Llama3, "llama3"}};
+      {RopeScaling::None, "none"}, {RopeScaling::Linear, "linear"}, {RopeScaling::Llama3, "llama3"},
+      {RopeScaling::Yarn, "yarn"}};
   return names;
 }
 

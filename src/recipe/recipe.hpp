@@ -58,6 +58,10 @@ struct ModelSection {
   std::optional<int64_t> rope_original_max_position_embeddings;  // llama3: 8192
   std::optional<double> rope_low_freq_factor;           // llama3: 1
   std::optional<double> rope_high_freq_factor;          // llama3: 4
+  std::optional<double> rope_beta_fast;                 // yarn: 32
+  std::optional<double> rope_beta_slow;                 // yarn: 1
+  std::optional<bool> rope_truncate;                    // yarn: true
+  std::optional<double> rope_attention_factor;          // yarn: 0.1 ln(factor) + 1
   // Mistral's sliding-window attention span; sequences past it are refused, since the engine's
   // full attention equals the window's only up to it.
   std::optional<int64_t> sliding_window;

@@ -144,24 +144,40 @@ std::vector<FieldSpec> model_fields() {
         {.min = 0, .max = 1, .min_exclusive = true}),
       m("rope_scaling", &S::rope_scaling,
         "RoPE frequencies scaled for contexts past the trained one, as transformers' rope_type: "
-        "linear (every frequency / factor) or llama3 (Llama 3.1: low frequencies / factor, high "
-        "ones kept, a blend between)."),
+        "linear (every frequency / factor), llama3 (Llama 3.1: low frequencies / factor, high "
+        "ones kept, a blend between) or yarn (YaRN, Qwen2.5's long context: a ramp over channels "
+        "between beta_fast and beta_slow rotations, and the cosines and sines scaled by an "
+        "attention factor)."),
       m("sliding_window", &S::sliding_window,
         "Sliding-window attention span (Mistral's sliding_window): each token attends to the last "
         "this many positions. The engine computes full attention, the same function up to the "
         "window, so data.seq_length and generated sequences past it are refused.",
         derived("none: full attention", up_to(kMaxSequence, {.min = 1}))),
       m("rope_scaling_factor", &S::rope_scaling_factor, "RoPE scaling: the factor.",
-        derived("8 for llama3; required for linear", {.min = 0, .min_exclusive = true})),
+        derived("8 for llama3; required for linear and yarn", {.min = 0, .min_exclusive = true})),
       m("rope_original_max_position_embeddings", &S::rope_original_max_position_embeddings,
-        "RoPE scaling llama3: the context the model was trained at.",
-        derived("8192", up_to(kMaxSequence, {.min = 1}))),
+        "RoPE scaling llama3 and yarn: the context the model was trained at.",
+        derived("8192 for llama3, model.max_position_embeddings for yarn", up_to(kMaxSequence, {.min = 1}))),
       m("rope_low_freq_factor", &S::rope_low_freq_factor,
         "RoPE scaling llama3: wavelengths over original / this are divided by the factor.",
         derived("1", {.min = 0, .min_exclusive = true})),
       m("rope_high_freq_factor", &S::rope_high_freq_factor,
         "RoPE scaling llama3: wavelengths under original / this are kept (must exceed the low factor).",
         derived("4", {.min = 0, .min_exclusive = true})),
+      m("rope_beta_fast", &S::rope_beta_fast,
+        "RoPE scaling yarn: channel pairs turning more than this many times over the original "
+        "context keep their frequency.",
+        derived("32", {.min = 0, .min_exclusive = true})),
+      m("rope_beta_slow", &S::rope_beta_slow,
+        "RoPE scaling yarn: channel pairs turning fewer times than this are divided by the factor.",
+        derived("1", {.min = 0, .min_exclusive = true})),
+      m("rope_truncate", &S::rope_truncate,
+        "RoPE scaling yarn: the ramp's ends rounded outwards to whole channels (transformers' "
+        "truncate).",
+        derived("true")),
+      m("rope_attention_factor", &S::rope_attention_factor,
+        "RoPE scaling yarn: the factor on the cosines and sines (each score by its square).",
+        derived("0.1 ln(factor) + 1", {.min = 0, .min_exclusive = true})),
       m("relative_attention_num_buckets", &S::relative_attention_num_buckets,
         "T5 relative positions: buckets of the learned per-head bias (half per direction in the "
         "encoder).",

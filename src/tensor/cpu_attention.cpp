@@ -489,14 +489,16 @@ void CpuBackend::rotary(Tensor& qkv, const AttentionShape& shape, const RotaryOp
   const std::vector<double> frequency = rotary_frequencies(options);
   std::vector<float> cos_table(static_cast<size_t>(l.seq * half));
   std::vector<float> sin_table(cos_table.size());
+  // The inverse is the transpose (the gradient's rotation), scaled alike.
   const double sign = inverse ? -1.0 : 1.0;
+  const double scale = options.scaling.attention_factor;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (l.seq * half >= 4096)
   for (int64_t t = 0; t < l.seq; ++t) {
     for (int64_t i = 0; i < half; ++i) {
       const double angle =
           static_cast<double>(t + options.position_offset) * frequency[static_cast<size_t>(i)];
-      cos_table[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
-      sin_table[static_cast<size_t>(t * half + i)] = static_cast<float>(sign * std::sin(angle));
+      cos_table[static_cast<size_t>(t * half + i)] = static_cast<float>(scale * std::cos(angle));
+      sin_table[static_cast<size_t>(t * half + i)] = static_cast<float>(scale * sign * std::sin(angle));
     }
   }
   const int64_t rows = l.batch * l.seq;

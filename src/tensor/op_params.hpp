@@ -119,12 +119,17 @@ struct CrossAttentionShape {
 // the low frequencies (wavelength over original / low_freq_factor) by `factor`, keeps the high
 // ones (wavelength under original / high_freq_factor) and blends between.
 struct RotaryScaling {
-  enum class Kind { None, Linear, Llama3 };
+  enum class Kind { None, Linear, Llama3, Yarn };
   Kind kind = Kind::None;
   double factor = 1.0;
   double original_max_positions = 8192.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0;        // yarn: the ramp between interpolated and kept frequencies
+  double beta_slow = 1.0;
+  bool truncate = true;           // yarn: the ramp's ends rounded outwards to whole channels
+  // Multiplies the cosines and sines (YaRN's attention scaling: every score by its square).
+  double attention_factor = 1.0;
   bool operator==(const RotaryScaling&) const = default;
 };
 

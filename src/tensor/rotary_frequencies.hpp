@@ -8,7 +8,8 @@
 
 namespace megatron::tensor {
 
-// frequency[i] for i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
+// frequency[i] for i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled as transformers'
+// _compute_*_parameters scale them (linear, llama3, yarn).
 std::vector<double> rotary_frequencies(const RotaryOptions& options);
 
 }  // namespace megatron::tensor

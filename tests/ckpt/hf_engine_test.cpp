@@ -5,6 +5,7 @@
 // grouped-query attention, silu(gate) * up), reading the Hugging Face tensors by their names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -127,11 +128,28 @@ std::vector<double> inverse_frequencies(const model::ModelConfig& c, int64_t d) 
       const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
       f = medium ? smoothed : llama;
     }
+  } else if (c.rope_scaling == recipe::RopeScaling::Yarn) {
+    // transformers' _compute_yarn_parameters: find_correction_range, then linear_ramp_factor.
+    const auto correction = [&](double rotations) {
+      return double(d) * std::log(double(c.rope_original_max_positions) / (rotations * 2 * M_PI)) /
+             (2 * std::log(c.rotary_base));
+    };
+    double low = correction(c.rope_beta_fast), high = correction(c.rope_beta_slow);
+    if (c.rope_truncate) low = std::floor(low), high = std::ceil(high);
+    low = std::max(low, 0.0), high = std::min(high, double(d - 1));
+    if (low == high) high += 0.001;
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double extrapolation = 1 - std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      double& f = inv[size_t(i)];
+      f = f / c.rope_scaling_factor * (1 - extrapolation) + f * extrapolation;
+    }
   }
   return inv;
 }
 
-void rotate(Matrix& x, int64_t t, int64_t heads, int64_t d, const std::vector<double>& inv) {
+// YaRN scales the cosines and sines by its attention factor.
+void rotate(Matrix& x, int64_t t, int64_t heads, int64_t d, const std::vector<double>& inv,
+            double attention_factor = 1.0) {
   for (int64_t p = 0; p < t; ++p)
     for (int64_t h = 0; h < heads; ++h) {
       double* r = &x[size_t(p * heads * d + h * d)];
@@ -139,7 +157,7 @@ void rotate(Matrix& x, int64_t t, int64_t heads, int64_t d, const std::vector<do
       for (int64_t c = 0; c < d; ++c) {
         const double angle = double(p) * inv[size_t(c % (d / 2))];
         const double rotated = c < d / 2 ? -r[c + d / 2] : r[c - d / 2];
-        out[size_t(c)] = r[c] * std::cos(angle) + rotated * std::sin(angle);
+        out[size_t(c)] = attention_factor * (r[c] * std::cos(angle) + rotated * std::sin(angle));
       }
       std::copy(out.begin(), out.end(), r);
     }
@@ -219,8 +237,9 @@ Matrix llama_logits(const HfWeights& w, const model::ModelConfig& c,
       k = layer_norm(k, t * g, d, w.get(p + "self_attn.k_norm.weight", d), nullptr, c.norm_eps);
     }
     const std::vector<double> inv = inverse_frequencies(c, d);
-    rotate(q, t, nh, d, inv);
-    rotate(k, t, g, d, inv);
+    const double scale = c.rope_scaling == recipe::RopeScaling::Yarn ? c.rope_attention_factor : 1.0;
+    rotate(q, t, nh, d, inv, scale);
+    rotate(k, t, g, d, inv, scale);
     const Matrix o = matmul(attention(q, k, v, t, nh, g, d), t, nh * d,
                             w.get(p + "self_attn.o_proj.weight", h, nh * d), h, true);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
@@ -523,6 +542,22 @@ TEST(HuggingFaceEngine, Llama31ScaledRotaryImportComputesLlamaForCausalLMsLogits
   c.rope_original_max_positions = 64;
   c.rope_low_freq_factor = 1.0;
   c.rope_high_freq_factor = 4.0;
+  expect_same_function(c);
+}
+
+// YaRN (Qwen2.5's long context) shrunk as the Llama 3.1 case above: head dim 8, base 500, an
+// original context of 4 positions, so that the 7 tokens cross the ramp; the cosines and sines
+// scaled by 0.1 ln 4 + 1.
+TEST(HuggingFaceEngine, YarnScaledRotaryImportComputesQwen2ForCausalLMsLogits) {
+  model::ModelConfig c = test_support::hf_tiny_qwen2();
+  c.heads = 3;
+  c.groups = 1;
+  c.head_dim = 8;
+  c.rope_scaling = recipe::RopeScaling::Yarn;
+  c.rope_scaling_factor = 4.0;
+  c.rope_original_max_positions = 4;
+  c.rope_beta_fast = 8.0;
+  c.rope_attention_factor = model::yarn_attention_factor(4.0);
   expect_same_function(c);
 }
 

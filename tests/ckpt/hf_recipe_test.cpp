@@ -47,6 +47,13 @@ void expect_same_model(const model::ModelConfig& got, const model::ModelConfig& 
       EXPECT_EQ(got.rope_low_freq_factor, want.rope_low_freq_factor);
       EXPECT_EQ(got.rope_high_freq_factor, want.rope_high_freq_factor);
     }
+    if (want.rope_scaling == model::RopeScaling::Yarn) {
+      EXPECT_EQ(got.rope_original_max_positions, want.rope_original_max_positions);
+      EXPECT_EQ(got.rope_beta_fast, want.rope_beta_fast);
+      EXPECT_EQ(got.rope_beta_slow, want.rope_beta_slow);
+      EXPECT_EQ(got.rope_truncate, want.rope_truncate);
+      EXPECT_EQ(got.rope_attention_factor, want.rope_attention_factor);
+    }
   }
   EXPECT_EQ(got.sliding_window, want.sliding_window);
   if (want.position == model::PositionEmbedding::Relative) {
@@ -95,6 +102,14 @@ TEST(HfRecipe, Qwen2Llama31AndMistralImportsRecipesDescribeTheImportedModels) {
   model::ModelConfig mistral = test_support::hf_tiny_llama();
   mistral.sliding_window = 16;
   expect_same_model(read_back({.arch = HfArch::Mistral, .config = mistral}), mistral);
+  model::ModelConfig yarn = test_support::hf_tiny_qwen2();
+  yarn.rope_scaling = model::RopeScaling::Yarn;
+  yarn.rope_scaling_factor = 4.0;
+  yarn.rope_original_max_positions = 16;
+  yarn.rope_beta_fast = 16.0;
+  yarn.rope_truncate = false;
+  yarn.rope_attention_factor = 1.25;
+  expect_same_model(read_back({.arch = HfArch::Qwen2, .config = yarn}), yarn);
   const model::ModelConfig qwen3 = test_support::hf_tiny_qwen3();
   expect_same_model(read_back({.arch = HfArch::Qwen3, .config = qwen3}), qwen3);
 }

@@ -770,9 +770,9 @@ TEST(HuggingFaceConfigKeys, Llama31sScaledRotaryPositionsImportInBothConfigLayou
 }
 
 TEST(HuggingFaceConfigKeys, RotaryScalingsTheEngineDoesNotComputeAreRefused) {
-  nlohmann::json yarn = hub_llama();
-  yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
-  EXPECT_THAT(import_refusal(yarn), ::testing::HasSubstr("rope_type \"yarn\" is not supported yet"));
+  nlohmann::json dynamic = hub_llama();
+  dynamic["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4.0}};
+  EXPECT_THAT(import_refusal(dynamic), ::testing::HasSubstr("rope_type \"dynamic\" is not supported yet"));
   nlohmann::json odd = hub_llama31_transformers4();
   odd["rope_scaling"]["mscale"] = 1.2;
   EXPECT_THAT(import_refusal(odd), ::testing::HasSubstr("mscale = 1.2 is not understood"));
@@ -823,6 +823,37 @@ TEST(HuggingFaceConfigKeys, Qwen2sKeysInBothLayoutsImportWithQkvBiases) {
   five["rope_parameters"] = {{"rope_theta", 1000000.0}, {"rope_type", "default"}};
   five["layer_types"] = {"full_attention", "full_attention"};
   EXPECT_EQ(import_refusal(five), "");
+}
+
+// Qwen2.5's long-context setting (its model cards: factor 4 over 32768 positions), in both layouts,
+// and DeepSeek-V3-style mscale / mscale_all_dim; exported again with every setting spelled out.
+TEST(HuggingFaceConfigKeys, YarnRopeScalingImportsWithItsAttentionFactorAndExportsAgain) {
+  nlohmann::json c = hub_qwen25();
+  c["rope_scaling"] = {{"factor", 4.0}, {"original_max_position_embeddings", 32768}, {"type", "yarn"}};
+  EXPECT_EQ(import_refusal(c), "");
+  const model::ModelConfig m = hf_model_from_config(c, "dir/config.json").config;
+  EXPECT_EQ(m.rope_scaling, recipe::RopeScaling::Yarn);
+  EXPECT_DOUBLE_EQ(m.rope_scaling_factor, 4.0);
+  EXPECT_EQ(m.rope_original_max_positions, 32768);
+  EXPECT_DOUBLE_EQ(m.rope_beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(m.rope_beta_slow, 1.0);
+  EXPECT_TRUE(m.rope_truncate);
+  EXPECT_DOUBLE_EQ(m.rope_attention_factor, 0.1 * std::log(4.0) + 1.0);
+  const nlohmann::json out = hf_config_json(HfArch::Qwen2, m, tensor::DType::F32);
+  EXPECT_EQ(out["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(import_refusal(nlohmann::json(out)), "");
+  nlohmann::json five = c;
+  five.erase("rope_scaling");
+  five.erase("rope_theta");
+  five["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 1000000.0}, {"factor", 40.0},
+                             {"original_max_position_embeddings", 4096}, {"mscale", 1.0},
+                             {"mscale_all_dim", 1.0}, {"beta_fast", 32}, {"beta_slow", 1}};
+  EXPECT_DOUBLE_EQ(hf_model_from_config(five, "dir/config.json").config.rope_attention_factor, 1.0);
+  five["rope_parameters"]["mscale_all_dim"] = 0.5;
+  EXPECT_DOUBLE_EQ(hf_model_from_config(five, "dir/config.json").config.rope_attention_factor,
+                   (0.1 * std::log(40.0) + 1.0) / (0.05 * std::log(40.0) + 1.0));
+  five["rope_parameters"]["truncate"] = "no";
+  EXPECT_THAT(import_refusal(five), ::testing::HasSubstr("truncate: expected true or false"));
 }
 
 TEST(HuggingFaceConfigKeys, Qwen2WithSlidingWindowsOnIsRefused) {

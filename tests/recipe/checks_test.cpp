@@ -132,7 +132,7 @@ TEST_F(RecipeTest, RopeScalingNeedsRotaryPositionsAndItsKeysNeedIt) {
   EXPECT_EQ(error_of(kMinimalRecipe, with({"model.rope_scaling=linear", "model.rope_scaling_factor=2"})), "");
   EXPECT_THAT(error_of(kMinimalRecipe, {"model.rope_scaling=llama3"}), HasSubstr("needs model.position_embedding: rope"));
   EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling_factor=8"})),
-              HasSubstr("model.rope_scaling_factor is only used with model.rope_scaling: linear or llama3"));
+              HasSubstr("model.rope_scaling_factor is only used with model.rope_scaling: linear, llama3 or yarn"));
   EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=linear", "model.rope_scaling_factor=2",
                                              "model.rope_low_freq_factor=2"})),
               HasSubstr("model.rope_low_freq_factor is only used with model.rope_scaling: llama3"));
@@ -140,6 +140,19 @@ TEST_F(RecipeTest, RopeScalingNeedsRotaryPositionsAndItsKeysNeedIt) {
               HasSubstr("linear needs model.rope_scaling_factor"));
   EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=llama3", "model.rope_high_freq_factor=1"})),
               HasSubstr("must exceed model.rope_low_freq_factor"));
+  // yarn: the factor required; its own keys, and the trained context it shares with llama3.
+  EXPECT_EQ(error_of(kMinimalRecipe, with({"model.rope_scaling=yarn", "model.rope_scaling_factor=4",
+                                           "model.rope_original_max_position_embeddings=64",
+                                           "model.rope_beta_fast=16", "model.rope_beta_slow=2",
+                                           "model.rope_truncate=false", "model.rope_attention_factor=1.1"})),
+            "");
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=yarn"})),
+              HasSubstr("yarn needs model.rope_scaling_factor"));
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=llama3", "model.rope_beta_fast=16"})),
+              HasSubstr("model.rope_beta_fast is only used with model.rope_scaling: yarn"));
+  EXPECT_THAT(error_of(kMinimalRecipe, with({"model.rope_scaling=yarn", "model.rope_scaling_factor=4",
+                                             "model.rope_low_freq_factor=2"})),
+              HasSubstr("model.rope_low_freq_factor is only used with model.rope_scaling: llama3"));
 }
 
 TEST_F(RecipeTest, SequencesPastTheSlidingWindowAreRefused) {

@@ -6,7 +6,7 @@ and scores multiple-choice requests with transformers, for megatron to do the sa
 
 Families: llama31 (LlamaForCausalLM with Llama 3.1's llama3 rope scaling, its original context
 shrunk to 64 positions so that prompts reach the scaled frequencies), qwen2 (Qwen2.5's shape:
-q/k/v biases, tied), qwen3 (q/k RMS norms, head_dim 24 apart from hidden / heads), mistral
+q/k/v biases, tied), qwen2-yarn (the same with YaRN scaling by 4 over an original 64 positions), qwen3 (q/k RMS norms, head_dim 24 apart from hidden / heads), mistral
 (a 4096 window, untied).
 
 usage: hf_family_generate.py make FAMILY DIR TOKENIZER_DIR  (writes DIR: config, weights, tokenizer)
@@ -40,6 +40,11 @@ def config_of(family, vocab):
     if family == "qwen2":
         return Qwen2Config(vocab_size=vocab, max_position_embeddings=1024, rms_norm_eps=1e-6,
                            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                           tie_word_embeddings=True, use_sliding_window=False, **SHAPE)
+    if family == "qwen2-yarn":  # Qwen2.5's long-context setting, the original context shrunk to 64
+        return Qwen2Config(vocab_size=vocab, max_position_embeddings=1024, rms_norm_eps=1e-6,
+                           rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0,
+                                            "factor": 4.0, "original_max_position_embeddings": 64},
                            tie_word_embeddings=True, use_sliding_window=False, **SHAPE)
     if family == "qwen3":
         return Qwen3Config(vocab_size=vocab, max_position_embeddings=1024, rms_norm_eps=1e-6,
