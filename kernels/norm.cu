@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/add_partials.cuh"
 #include "kernels/common.cuh"
 #include "kernels/ops.hpp"
 #include "kernels/row_access.cuh"
@@ -283,23 +284,6 @@ __global__ void __launch_bounds__(kBackwardThreads)
     for (int64_t j = threadIdx.x; j < c; j += threads) {
       block_partial[j] = pg[at(j)];
       if (!rms) block_partial[c + j] = pb[at(j)];
-    }
-  }
-}
-
-// out[j] += sum over blocks b, in block order, of partial[b * width + j], for j < c into dgamma
-// and c <= j < 2c into dbeta.
-__global__ void add_partials_kernel(const float* partial, int64_t blocks, int64_t width,
-                                    int64_t c, float* dgamma, float* dbeta) {
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < width; j += stride) {
-    float total = partial[j];
-#pragma unroll 8
-    for (int64_t b = 1; b < blocks; ++b) total += partial[b * width + j];
-    if (j < c) {
-      dgamma[j] += total;
-    } else {
-      dbeta[j - c] += total;
     }
   }
 }

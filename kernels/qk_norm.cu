@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/add_partials.cuh"
 #include "kernels/common.cuh"
 #include "kernels/ops.hpp"
 #include "kernels/row_access.cuh"
@@ -272,24 +273,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// dq_gamma[j] (j < c) or dk_gamma[j - c] (c <= j < 2c) += the sum over blocks b, in block
-// order, of partial[b * 2c + j].
-__global__ void add_partials_kernel(const float* partial, int64_t blocks, int64_t c,
-                                    float* dq_gamma, float* dk_gamma) {
-  const int64_t width = 2 * c;
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < width; j += stride) {
-    float total = partial[j];
-#pragma unroll 8
-    for (int64_t b = 1; b < blocks; ++b) total += partial[b * width + j];
-    if (j < c) {
-      dq_gamma[j] += total;
-    } else {
-      dk_gamma[j - c] += total;
-    }
-  }
-}
-
 // --- host side -----------------------------------------------------------------------------------
 
 // The heads of qkv, checked as the CPU checks them.
@@ -381,7 +364,8 @@ void qk_norm_backward(cudaStream_t stream, Workspace& workspace, const Tensor& d
                             shared, stream>>>(fdy, fx, fq, fk, rstd_in, fdx, partial, h,
                                               heads_per_block, shared_partial);
   check_launch(op);
-  add_partials_kernel<<<grid_for(2 * c), 256, 0, stream>>>(partial, blocks, c, dq_out, dk_out);
+  add_partials_kernel<<<grid_for(2 * c), 256, 0, stream>>>(partial, blocks, 2 * c, c, dq_out,
+                                                           dk_out);
   check_launch(op);
 }
 

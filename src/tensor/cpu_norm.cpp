@@ -96,6 +96,21 @@ std::vector<float> as_f32(const Tensor& t, const char* op) {
   return out;
 }
 
+// One row of RMS norm's backward (a row of rms_norm_backward, a head of qk_norm_backward):
+// d = rs (g - xhat mean(g xhat)) with g = dy gamma and xhat = x rs; dy xhat joins `partial`.
+// xhat and gg are the caller's scratch rows.
+void rms_row_backward(const float* xs, const float* dy, const float* gamma, float rs, int64_t c,
+                      float* xhat, float* gg, float* partial, float* d) {
+  for (int64_t j = 0; j < c; ++j) {
+    const float xh = xs[j] * rs;
+    xhat[j] = xh;
+    gg[j] = dy[j] * gamma[j];
+    partial[j] += dy[j] * xh;
+  }
+  const float mean_gx = row_dot(gg, xhat, c) * (1.0f / static_cast<float>(c));
+  for (int64_t j = 0; j < c; ++j) d[j] = rs * (gg[j] - xhat[j] * mean_gx);
+}
+
 // Per-thread f32 staging for one row of each of `count` tensors.
 struct RowBuffers {
   RowBuffers(int64_t c, int count) : storage(static_cast<size_t>(c * count)), c(c) {}
@@ -237,7 +252,6 @@ void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   const cpu::RowBlocks blocks = cpu::row_blocks(r.n);
   if (blocks.count == 0 || c == 0) return;
   float* partial = cpu::thread_scratch(static_cast<size_t>(blocks.count * c));
-  const float inv_c = 1.0f / static_cast<float>(c);
 #pragma omp parallel if (x.numel() >= cpu::kParallelMin)
   {
     RowBuffers buffers(c, 5);
@@ -251,16 +265,8 @@ void CpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tens
       for (int64_t row = b * blocks.rows; row < end; ++row) {
         const float* xs = cpu::load_f32(fx, row * c, c, buffers[0]);
         const float* g = cpu::load_f32(fdy, row * c, c, buffers[1]);
-        const float rs = rstd_in[row];
-        for (int64_t j = 0; j < c; ++j) {
-          const float xh = xs[j] * rs;
-          xhat[j] = xh;
-          gg[j] = g[j] * gam[j];
-          pg[j] += g[j] * xh;
-        }
-        const float mean_gx = row_dot(gg, xhat, c) * inv_c;
         float* d = cpu::f32_target(fdx, row * c, buffers[2]);
-        for (int64_t j = 0; j < c; ++j) d[j] = rs * (gg[j] - xhat[j] * mean_gx);
+        rms_row_backward(xs, g, gam, rstd_in[row], c, xhat, gg, pg, d);
         cpu::store_f32(fdx, row * c, c, d);
       }
     }
@@ -356,7 +362,6 @@ void CpuBackend::qk_norm_backward(const Tensor& dout, const Tensor& qkv, const A
   const cpu::RowBlocks blocks = cpu::row_blocks(n);
   if (blocks.count == 0) return;
   float* partial = cpu::thread_scratch(static_cast<size_t>(blocks.count * 2 * c));
-  const float inv_c = 1.0f / static_cast<float>(c);
 #pragma omp parallel if (qkv.numel() >= cpu::kParallelMin)
   {
     RowBuffers buffers(c, 5);
@@ -377,18 +382,9 @@ void CpuBackend::qk_norm_backward(const Tensor& dout, const Tensor& qkv, const A
           continue;
         }
         const bool key = h.is_key(slot);
-        const float* gam = key ? gk.data() : gq.data();
-        float* pg = pb + (key ? c : 0);
         const float* xs = cpu::load_f32(fx, i * c, c, buffers[0]);
-        const float rs = rstd_in[row * h.normed + h.stat(slot)];
-        for (int64_t j = 0; j < c; ++j) {
-          const float xh = xs[j] * rs;
-          xhat[j] = xh;
-          gg[j] = g[j] * gam[j];
-          pg[j] += g[j] * xh;
-        }
-        const float mean_gx = row_dot(gg, xhat, c) * inv_c;
-        for (int64_t j = 0; j < c; ++j) d[j] = rs * (gg[j] - xhat[j] * mean_gx);
+        rms_row_backward(xs, g, key ? gk.data() : gq.data(), rstd_in[row * h.normed + h.stat(slot)],
+                         c, xhat, gg, pb + (key ? c : 0), d);
         cpu::store_f32(fdx, i * c, c, d);
       }
     }
