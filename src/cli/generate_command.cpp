@@ -27,7 +27,11 @@ void run_generate(const GenerateArgs& a) {
   std::vector<std::string> texts;
   // The prompts are read on the launching process, before a job starts; the tokenizer is the
   // model's.
-  const GenerationModel model(a.model, [&] { texts = generate::read_prompts(a.job); });
+  const GenerationModel model(a.model, [&] {
+    texts = generate::read_prompts(a.job);
+    // A template by name is checked before a job starts; auto needs the checkpoint's tokenizer.
+    if (!a.chat_template.empty() && a.chat_template != "auto") data::chat_template_for(a.chat_template, "");
+  });
   generate::GenerateJob job = a.job;
   job.sampling = a.sampling.sampling();
   if (!a.chat_template.empty()) job.chat_template = model.chat_template(a.chat_template);

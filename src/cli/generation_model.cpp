@@ -9,6 +9,7 @@
 #include "dist/launcher.hpp"
 #include "launch/local_job.hpp"
 #include "recipe/enum_names.hpp"
+#include "train/train_data.hpp"
 
 namespace megatron::cli {
 
@@ -87,12 +88,8 @@ generate::Engine GenerationModel::engine() const {
 
 data::ChatTemplate GenerationModel::chat_template(const std::string& name) const {
   const recipe::CompiledRecipe& c = opened_.compiled();
-  std::filesystem::path tokenizer;
-  if (c.recipe.data.tokenizer_model) {
-    tokenizer = *c.recipe.data.tokenizer_model;
-    if (tokenizer.is_relative()) tokenizer = std::filesystem::path(c.file).parent_path() / tokenizer;
-  }
-  return data::chat_template_for(name, tokenizer);
+  const auto& model = c.recipe.data.tokenizer_model;
+  return data::chat_template_for(name, model ? train::relative_to(c, *model) : std::string());
 }
 
 std::string GenerationModel::description() const {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
 #include "core/printable.hpp"
 
 namespace megatron::data {
@@ -36,12 +37,6 @@ struct Known {
 constexpr std::array<Known, 3> kKnown{{{0xe642ce246d7f2e3dULL, ChatTemplate::Qwen25},
                                        {0x2bfdb7aa9754484eULL, ChatTemplate::Qwen3},
                                        {0x4526f885d718fa95ULL, ChatTemplate::DeepSeekR1}}};
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : text) h = (h ^ uint8_t(c)) * 0x100000001b3ULL;
-  return h;
-}
 
 // Appends a segment, merged into the last one when both have the same flag.
 void append(SftExample& example, std::string text, bool scored) {
@@ -251,7 +246,7 @@ std::optional<ChatTemplate> recognise_chat_template(std::string_view jinja) {
                             jinja.back() == '\r')) {
     jinja.remove_suffix(1);
   }
-  const uint64_t h = fnv1a(jinja);
+  const uint64_t h = fnv1a64(jinja);
   for (const Known& k : kKnown) {
     if (k.hash == h) return k.kind;
   }

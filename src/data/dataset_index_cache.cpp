@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/fnv1a.hpp"
 #include "data/indexed_dataset.hpp"
 
 namespace megatron::data {
@@ -62,12 +63,7 @@ uint64_t word_at(const unsigned char* bytes, uint64_t index) {
 }  // namespace
 
 std::string description_hash(std::string_view description) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
-  for (const char c : description) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;  // FNV prime
-  }
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", fnv1a64(description));
 }
 
 void write_index_cache(const fs::path& path, std::string_view description,

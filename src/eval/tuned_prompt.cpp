@@ -1,10 +1,10 @@
 #include "eval/tuned_prompt.hpp"
 
-#include <filesystem>
 #include <vector>
 
 #include "data/chat_template.hpp"
 #include "recipe/enum_names.hpp"
+#include "train/train_data.hpp"
 
 namespace megatron::eval {
 namespace {
@@ -17,12 +17,8 @@ bool chat_tuned(const recipe::FinetuneSection& ft) {
 // (its path relative to the recipe, as training read it).
 data::ChatTemplate template_of(const recipe::CompiledRecipe& compiled) {
   const auto& model = compiled.recipe.data.tokenizer_model;
-  std::filesystem::path tokenizer;
-  if (model) {
-    tokenizer = *model;
-    if (tokenizer.is_relative()) tokenizer = std::filesystem::path(compiled.file).parent_path() / tokenizer;
-  }
-  return data::chat_template_for(recipe::name_of(compiled.recipe.finetune.chat_template), tokenizer);
+  return data::chat_template_for(recipe::name_of(compiled.recipe.finetune.chat_template),
+                                 model ? train::relative_to(compiled, *model) : std::string());
 }
 
 }  // namespace

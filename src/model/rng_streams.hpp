@@ -5,17 +5,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/fnv1a.hpp"
 #include "tensor/backend.hpp"
 
 namespace megatron::model {
 
 // Initialisation: one stream per parameter, from its name (FNV-1a, top bit set so it never
 // meets a dropout stream).
-constexpr uint64_t init_stream(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return h | (1ull << 63);
-}
+constexpr uint64_t init_stream(std::string_view name) { return fnv1a64(name) | (1ull << 63); }
 
 enum class DropoutSite : uint64_t {
   Embedding = 0,

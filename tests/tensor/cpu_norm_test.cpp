@@ -202,6 +202,28 @@ TEST_F(CpuNormTest, LayerNormRejectsStatisticsOfTheWrongLength) {
   EXPECT_THROW(backend.layer_norm_forward(x, gamma, gamma, kEps, y, mean, rstd), std::logic_error);
 }
 
+// The q/k norm's inputs are checked as the row norms' are: a shape whose heads the groups do not
+// divide, qkv that is not whole rows, a gamma, statistic or gradient of the wrong size.
+TEST_F(CpuNormTest, QkNormRejectsShapesAndSizesThatDoNotFit) {
+  const tensor::AttentionShape shape{.batch = 2, .seq = 1, .heads = 4, .groups = 2, .head_dim = 4};
+  const Tensor qkv = backend.zeros({2, 32}, DType::F32), gamma = backend.zeros({4}, DType::F32);
+  Tensor out = backend.empty({2, 32}, DType::F32), rstd = backend.empty({12}, DType::F32);
+  backend.qk_norm_forward(qkv, shape, gamma, gamma, kEps, out, rstd);  // fits
+  tensor::AttentionShape odd = shape;
+  odd.groups = 3;
+  EXPECT_THROW(backend.qk_norm_forward(qkv, odd, gamma, gamma, kEps, out, rstd), std::logic_error);
+  const Tensor ragged = backend.zeros({2, 31}, DType::F32);
+  EXPECT_THROW(backend.qk_norm_forward(ragged, shape, gamma, gamma, kEps, out, rstd), std::logic_error);
+  const Tensor wide = backend.zeros({5}, DType::F32);
+  EXPECT_THROW(backend.qk_norm_forward(qkv, shape, gamma, wide, kEps, out, rstd), std::logic_error);
+  Tensor short_rstd = backend.empty({8}, DType::F32);
+  EXPECT_THROW(backend.qk_norm_forward(qkv, shape, gamma, gamma, kEps, out, short_rstd), std::logic_error);
+  Tensor dqkv = backend.empty({2, 32}, DType::F32), dq = backend.zeros({4}, DType::F32);
+  Tensor half_grad = backend.zeros({4}, DType::Bf16);
+  EXPECT_THROW(backend.qk_norm_backward(qkv, qkv, shape, gamma, gamma, rstd, dqkv, dq, half_grad),
+               std::logic_error);
+}
+
 TEST_F(CpuNormTest, LayerNormRejectsAGammaOfTheWrongLength) {
   Tensor y = backend.empty({4, 8}, DType::F32), mean = backend.empty({4}, DType::F32),
          rstd = backend.empty({4}, DType::F32);
