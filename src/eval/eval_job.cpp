@@ -253,9 +253,10 @@ void run(const EvalJob& job) {
         } else if (const auto eod = tokenizer.special_tokens().eod) {
           decoding.stop_tokens = {*eod};
         }
+        const std::optional<data::ChatTemplate> chat = tuned_chat_template(compiled);
         std::vector<std::vector<int32_t>> ids;
         for (const std::string& p : prompts) {
-          std::vector<int32_t> encoded = tokenizer.encode(tuned_prompt(compiled, p));
+          std::vector<int32_t> encoded = tokenizer.encode(tuned_prompt(chat, p));
           if (t5) encoded.push_back(decoding.stop_tokens[0]);  // a source ends in [EOS]
           if (encoded.empty() && decoding.stop_tokens.size() == 1) encoded.push_back(decoding.stop_tokens[0]);
           forwarded += int64_t(encoded.size());
@@ -269,7 +270,7 @@ void run(const EvalJob& job) {
         std::vector<std::string> texts;
         for (const auto& out : outputs) {
           forwarded += int64_t(out.size());
-          texts.push_back(trimmed(tuned_answer(compiled, tokenizer.decode(out))));
+          texts.push_back(trimmed(tuned_answer(chat, tokenizer.decode(out))));
         }
         scoring_s += seconds_since(begin);
         return texts;

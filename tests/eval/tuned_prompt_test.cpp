@@ -7,13 +7,13 @@
 namespace megatron::eval {
 namespace {
 
-recipe::CompiledRecipe with(const recipe::FinetuneSection& ft) {
+std::optional<data::ChatTemplate> with(const recipe::FinetuneSection& ft) {
   recipe::CompiledRecipe c;
   c.recipe.finetune = ft;
-  return c;
+  return tuned_chat_template(c);
 }
 
-recipe::CompiledRecipe chat(recipe::ChatTemplate t) {
+std::optional<data::ChatTemplate> chat(recipe::ChatTemplate t) {
   return with({.train_data = "chat.jsonl", .format = recipe::FinetuneFormat::Chat, .chat_template = t});
 }
 
