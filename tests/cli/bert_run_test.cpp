@@ -17,7 +17,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace bert_run_test {
 
 namespace fs = std::filesystem;
 
@@ -156,5 +156,5 @@ TEST(BertBadInput, AVocabularyWithoutBertTokensIsRefusedNamingIt) {
   EXPECT_NE(r.err.find(vocab), std::string::npos) << r.err;
 }
 
-}  // namespace
+}  // namespace bert_run_test
 }  // namespace megatron::cli

@@ -8,7 +8,7 @@
 #include "run_command.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace calibrate_cli_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -92,5 +92,5 @@ TEST(Calibrate, AProfileFileThatIsNotAProfileIsOneLine) {
   EXPECT_THAT(r.err, HasSubstr(file.string() + ": name: missing"));
 }
 
-}  // namespace
+}  // namespace calibrate_cli_test
 }  // namespace megatron::cli

@@ -15,7 +15,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace checkpoint_test {
 namespace fs = std::filesystem;
 
 // Same tolerance as the parallel-layout tests (parallel_run_test.cpp says why): another layout
@@ -516,5 +516,5 @@ TEST(Checkpoint, H5pyReadsAWholeTensorOfAShardedCheckpoint) {
   EXPECT_EQ(std::memcmp(got.data(), fc1.data(), fc1.size()), 0);
 }
 
-}  // namespace
+}  // namespace checkpoint_test
 }  // namespace megatron::cli

@@ -8,7 +8,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace cli_test {
 
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
@@ -190,5 +190,5 @@ TEST(Cli, ARunWithoutDataPrintsThePreprocessCommandForItsTokenizer) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
 }
 
-}  // namespace
+}  // namespace cli_test
 }  // namespace megatron::cli

@@ -13,7 +13,7 @@
 #include "tensor/make_backend.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace cuda_run_test {
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
@@ -148,5 +148,5 @@ INSTANTIATE_TEST_SUITE_P(
                "parallel.distributed_optimizer=true"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-}  // namespace
+}  // namespace cuda_run_test
 }  // namespace megatron::cli

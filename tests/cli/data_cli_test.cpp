@@ -7,7 +7,7 @@
 #include "support/bytes.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace data_cli_test {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -141,5 +141,5 @@ TEST(DataCli, PreprocessWithMoreWorkersThanTheMachineCanRunIsRefusedAndLeavesNot
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);  // the input
 }
 
-}  // namespace
+}  // namespace data_cli_test
 }  // namespace megatron::cli

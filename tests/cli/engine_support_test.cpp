@@ -9,7 +9,7 @@
 #include "cli/tiny_job.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace engine_support_test {
 
 using ::testing::StartsWith;
 
@@ -52,5 +52,5 @@ INSTANTIATE_TEST_SUITE_P(
                 "attention's 128; use more heads (model.num_attention_heads) or run on the cpu"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-}  // namespace
+}  // namespace engine_support_test
 }  // namespace megatron::cli

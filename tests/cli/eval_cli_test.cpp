@@ -17,7 +17,7 @@
 #include "tensor/make_backend.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace eval_cli_test {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -415,5 +415,5 @@ TEST(EvalCli, FewShotPromptsAreRecordedAndTooFewExamplesAreRefused) {
   EXPECT_FALSE(fs::exists(json.parent_path()));
 }
 
-}  // namespace
+}  // namespace eval_cli_test
 }  // namespace megatron::cli

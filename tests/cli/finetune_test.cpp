@@ -14,7 +14,7 @@
 #include "cli/tiny_job.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace finetune_test {
 
 using ::testing::HasSubstr;
 
@@ -118,5 +118,5 @@ TEST(Finetune, RecipesThatCannotMeanWhatTheySayAreRefused) {
   EXPECT_THAT(stray.err, HasSubstr("finetune.pretrained belongs to fine-tuning"));
 }
 
-}  // namespace
+}  // namespace finetune_test
 }  // namespace megatron::cli

@@ -8,7 +8,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace flag_limits_test {
 
 TEST(FlagLimits, MoreThreadsThanTheMachineCanRunIsRefusedSayingTheLimit) {
   const auto r = run_megatron("run recipes/gpt-tiny.yaml --threads 100000");
@@ -46,5 +46,5 @@ TEST(FlagLimits, AnEscapeSequenceFromAFileIsEscapedInTheErrorLine) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
 }
 
-}  // namespace
+}  // namespace flag_limits_test
 }  // namespace megatron::cli

@@ -10,7 +10,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace from_megatron_cli_test {
 
 namespace ex = recipe::megatron_examples;
 using ::testing::HasSubstr;
@@ -105,5 +105,5 @@ TEST(FromMegatronCli, ContradictionIsOneErrorLineWithExitCode2) {
   EXPECT_EQ(r.out, "");
 }
 
-}  // namespace
+}  // namespace from_megatron_cli_test
 }  // namespace megatron::cli

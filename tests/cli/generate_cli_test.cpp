@@ -18,7 +18,7 @@
 #include "tensor/make_backend.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace generate_cli_test {
 
 namespace fs = std::filesystem;
 
@@ -192,11 +192,11 @@ TEST(GenerateCli, BadInputIsOneLineAndExitTwo) {
   }
 }
 
-}  // namespace
+}  // namespace generate_cli_test
 }  // namespace megatron::cli
 
 namespace megatron::cli {
-namespace {
+namespace generate_cli_test {
 
 TEST(GenerateCli, TheKvCacheHoldsWhatThePlanCountsForIt) {
   const CommandResult plan = run_megatron("plan recipes/gpt-tiny.yaml model.num_layers=2 --json");
@@ -212,11 +212,11 @@ TEST(GenerateCli, TheKvCacheHoldsWhatThePlanCountsForIt) {
       << r.err;
 }
 
-}  // namespace
+}  // namespace generate_cli_test
 }  // namespace megatron::cli
 
 namespace megatron::cli {
-namespace {
+namespace generate_cli_test {
 
 TEST(GenerateCli, AHuggingFaceExportCarriesItsTokenizerAndItsImportGeneratesWithoutTokenizerFlags) {
   test_support::TempDir dir;
@@ -250,11 +250,11 @@ TEST(GenerateCli, AnExportWithoutTokenizerFilesSaysSoAndStillWritesTheModel) {
   EXPECT_FALSE(fs::exists(dir.path() / "hf" / "tokenizer_config.json"));
 }
 
-}  // namespace
+}  // namespace generate_cli_test
 }  // namespace megatron::cli
 
 namespace megatron::cli {
-namespace {
+namespace generate_cli_test {
 
 // On a GPU (scripts/gpu-check.sh runs the Cuda* suites): the CUDA backend's prefill (flash
 // attention) and decode (cached_attention.cu) give the greedy tokens of the CPU, and
@@ -360,5 +360,5 @@ TEST(CudaGenerate, GreedyTokensAndLogprobsAreTheCpus) {
   }
 }
 
-}  // namespace
+}  // namespace generate_cli_test
 }  // namespace megatron::cli

@@ -12,7 +12,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace generation_finetune_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -177,5 +177,5 @@ TEST(GenerationFinetune, DataWhoseResponsesAllFallPastTheSequenceIsRefused) {
   EXPECT_THAT(r.err, HasSubstr(data + ": no example keeps a response token within data.seq_length + 1 = 5"));
 }
 
-}  // namespace
+}  // namespace generation_finetune_test
 }  // namespace megatron::cli

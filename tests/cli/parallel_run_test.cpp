@@ -15,7 +15,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace parallel_run_test {
 
 std::vector<Iteration> train(int nproc, const std::string& overrides) {
   test_support::TempDir dir;
@@ -206,11 +206,11 @@ TEST(ParallelRun, UnderMpirunABadLayoutIsReportedOnceNotByEveryRank) {
   EXPECT_NE(text.find("does not divide the world size 2"), std::string::npos) << text;
 }
 
-}  // namespace
+}  // namespace parallel_run_test
 }  // namespace megatron::cli
 
 namespace megatron::cli {
-namespace {
+namespace parallel_run_test {
 
 struct Timed {
   CommandResult result;
@@ -257,5 +257,5 @@ TEST(ParallelRun, ARankThatIsKilledMakesItsPeerExitSayingWhereItWaitedInsteadOfH
       << t.result.err;
 }
 
-}  // namespace
+}  // namespace parallel_run_test
 }  // namespace megatron::cli

@@ -10,7 +10,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace profile_cli_test {
 
 const std::string kSmall =
     "recipes/gpt-tiny.yaml model.num_layers=2 model.hidden_size=32 model.num_attention_heads=2 "
@@ -109,5 +109,5 @@ TEST(ProfileCommand, AStartAfterTheLastIterationIsRefused) {
             std::string::npos) << r.err;
 }
 
-}  // namespace
+}  // namespace profile_cli_test
 }  // namespace megatron::cli

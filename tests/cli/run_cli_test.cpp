@@ -10,7 +10,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace run_cli_test {
 
 // gpt-tiny shrunk so a run takes a second or two, even under the sanitizers. One thread unless
 // a test is about threads: ctest runs tests side by side, and two runs of two threads each on
@@ -266,5 +266,5 @@ TEST(RunCommand, ARunThatResumesWritesIntoItsOwnRunDirectory) {
   EXPECT_EQ(metrics(dir.path() / "run").size(), 3u);
 }
 
-}  // namespace
+}  // namespace run_cli_test
 }  // namespace megatron::cli

@@ -20,7 +20,7 @@
 extern char** environ;
 
 namespace megatron::cli {
-namespace {
+namespace serve_cli_test {
 
 namespace fs = std::filesystem;
 
@@ -327,5 +327,5 @@ TEST(ServeCli, TwoRanksServeWhatOneRankServes) {
   EXPECT_EQ(answers[0]["tokens"], answers[1]["tokens"]);
 }
 
-}  // namespace
+}  // namespace serve_cli_test
 }  // namespace megatron::cli

@@ -13,7 +13,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace smoke_test {
 
 using ::testing::HasSubstr;
 
@@ -86,5 +86,5 @@ TEST(Smoke, IsOneProcess) {
   EXPECT_EQ(r.err, "megatron: error: --smoke runs on one process: drop --nproc\n");
 }
 
-}  // namespace
+}  // namespace smoke_test
 }  // namespace megatron::cli

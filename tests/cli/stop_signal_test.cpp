@@ -11,7 +11,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace stop_signal_test {
 
 struct Stopped {
   int exit_code = -1;
@@ -115,5 +115,5 @@ TEST(StopSignal, AnEarlyStopWithoutACheckpointExitsZeroWhateverTheStoppedExitCod
   EXPECT_NE(r.log.find("stopped by SIGUSR1"), std::string::npos) << r.log;
 }
 
-}  // namespace
+}  // namespace stop_signal_test
 }  // namespace megatron::cli

@@ -8,7 +8,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace submit_test {
 
 const std::string kTiny =
     "submit recipes/gpt-tiny.yaml data.mock=true checkpoint.save=/shared/ckpt ";
@@ -122,5 +122,5 @@ TEST(Submit, WithoutSbatchItSaysWhereItRuns) {
   EXPECT_NE(r.err.find("sbatch was not found"), std::string::npos) << r.err;
 }
 
-}  // namespace
+}  // namespace submit_test
 }  // namespace megatron::cli

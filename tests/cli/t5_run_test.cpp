@@ -15,7 +15,7 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace t5_run_test {
 
 // t5-tiny shrunk to width 32 with 4 heads; 32 encoder and 12 decoder tokens (at most 4 of the
 // 30 target tokens are masked: 1 + 2 x 4 decoder positions); the vocabulary padded to 30,720
@@ -215,5 +215,5 @@ TEST(T5Refusals, ADecoderTooShortForTheSpansNamesTheSetting) {
   EXPECT_NE(r.err.find("data.decoder_seq_length is 4"), std::string::npos) << r.err;
 }
 
-}  // namespace
+}  // namespace t5_run_test
 }  // namespace megatron::cli

@@ -10,14 +10,16 @@
 #include "support/temp_dir.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace tensorboard_test {
 
 TEST(TensorBoard, ARunWritesMegatronsTagsWithTheLoggedLossesAndTheRecipe) {
   test_support::TempDir dir;
   const auto run_dir = dir.path() / "run", board = dir.path() / "board";
   const CommandResult r = run_megatron(
-      "run recipes/gpt-tiny.yaml model.num_layers=1 training.train_iters=4 training.lr_warmup_iters=1 "
-      "logging.interval=1 eval.interval=2 eval.iters=1 --threads 1 logging.tensorboard_dir=" +
+      "run recipes/gpt-tiny.yaml model.num_layers=1 model.vocab_size=256 data.seq_length=32 "
+      "training.micro_batch_size=4 training.global_batch_size=8 training.train_iters=4 "
+      "training.lr_warmup_iters=1 logging.interval=1 eval.interval=2 eval.iters=1 --threads 1 "
+      "logging.tensorboard_dir=" +
       board.string() + " --run-dir " + run_dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string reader = std::string(MEGATRON_SOURCE_DIR) + "/tests/cli/read_tfevents.py";
@@ -37,11 +39,11 @@ TEST(TensorBoard, ARunWritesMegatronsTagsWithTheLoggedLossesAndTheRecipe) {
     EXPECT_EQ(s["lm loss"][i][0].get<int64_t>(), int64_t(i + 1));
     // TensorBoard's simple_value is a float: the logged double rounded to f32.
     EXPECT_EQ(s["lm loss"][i][1].get<double>(), double(float(logged[i].loss)));
-    EXPECT_EQ(s["lm loss vs samples"][i][0].get<int64_t>(), int64_t(i + 1) * 32);  // gpt-tiny's batch
+    EXPECT_EQ(s["lm loss vs samples"][i][0].get<int64_t>(), int64_t(i + 1) * 8);  // the global batch
   }
   EXPECT_EQ(s["lm loss validation"].size(), 3u);  // before training, at 2 and at 4
   EXPECT_NE(j["text"]["recipe"].get<std::string>().find("num_layers: 1"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace tensorboard_test
 }  // namespace megatron::cli

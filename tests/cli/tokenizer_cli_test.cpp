@@ -9,7 +9,7 @@
 #include "cli/run_command.hpp"
 
 namespace megatron::cli {
-namespace {
+namespace tokenizer_cli_test {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -105,5 +105,5 @@ TEST(TokenizerCli, AMissingInputIsBadInput) {
   EXPECT_THAT(r.err, HasSubstr("none.jsonl"));
 }
 
-}  // namespace
+}  // namespace tokenizer_cli_test
 }  // namespace megatron::cli

@@ -10,7 +10,7 @@
 #include "support/user_error.hpp"
 
 namespace megatron::data {
-namespace {
+namespace classification_data_test {
 
 const Tokenizer& bert() {
   static const std::unique_ptr<Tokenizer> t = make_tokenizer(
@@ -143,5 +143,5 @@ TEST(BertClassificationSample, ALongTextIsCutToEndInSepAtTheSequenceLength) {
   EXPECT_EQ(fits.valid_length, 3);
 }
 
-}  // namespace
+}  // namespace classification_data_test
 }  // namespace megatron::data

@@ -17,7 +17,7 @@
 #include "gpt_test_data.hpp"
 
 namespace megatron::data {
-namespace {
+namespace gpt_dataset_test {
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -321,5 +321,5 @@ TEST(GptDatasetResume, SampleIIsTheSameFreshOrAfterIteratingUpToIt) {
   for (const int64_t i : {37, 5, 22, 0}) EXPECT_EQ(rebuilt.sample(i).labels, served[i].labels) << i;
 }
 
-}  // namespace
+}  // namespace gpt_dataset_test
 }  // namespace megatron::data

@@ -17,7 +17,7 @@
 #include "support/user_error.hpp"
 
 namespace megatron::data {
-namespace {
+namespace sft_data_test {
 
 const WordTokenizer kWords;  // "w<N>" is token N; token 0 is the end of a document
 
@@ -396,5 +396,5 @@ TEST(SftSource, NoExamplesOrNoSequenceIsRefused) {
             "fine-tuning sequence length 0 (data.seq_length) is below 1");
 }
 
-}  // namespace
+}  // namespace sft_data_test
 }  // namespace megatron::data

@@ -13,7 +13,7 @@
 #include "support/user_error.hpp"
 
 namespace megatron::eval {
-namespace {
+namespace generation_task_test {
 
 using ::testing::HasSubstr;
 
@@ -96,5 +96,5 @@ TEST(GenerationTask, BadFilesAreOneLineNamingFileLineAndField) {
   EXPECT_EQ(read_generation(fine, "prompt", "answer")[0].references, (std::vector<std::string>{"a", "b"}));
 }
 
-}  // namespace
+}  // namespace generation_task_test
 }  // namespace megatron::eval

@@ -12,7 +12,7 @@
 #include "data/tokenizer.hpp"
 
 namespace megatron::eval {
-namespace {
+namespace tasks_test {
 
 const data::Tokenizer& gpt2() {
   static const std::unique_ptr<data::Tokenizer> t = data::make_tokenizer(
@@ -136,5 +136,5 @@ TEST(MultipleChoiceTask, FewShotExamplesAreTheContextEveryChoiceIsScoredAfter) {
   EXPECT_EQ(contexts[2], "Red and green\n\nSalt and");
 }
 
-}  // namespace
+}  // namespace tasks_test
 }  // namespace megatron::eval

@@ -13,7 +13,7 @@
 #include "generate/sampling.hpp"
 
 namespace megatron::generate {
-namespace {
+namespace api_test {
 
 using nlohmann::json;
 
@@ -238,5 +238,5 @@ TEST(CompletionsApi, TheAnswerEchoesThePromptsTokensWithANullFirstLogprob) {
   EXPECT_EQ(a["id"], "cmpl-3");
 }
 
-}  // namespace
+}  // namespace api_test
 }  // namespace megatron::generate

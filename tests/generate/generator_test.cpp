@@ -15,7 +15,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::generate {
-namespace {
+namespace generator_test {
 
 // A 2-layer GPT over the first 64 ids of the GPT-2 vocabulary (single characters, so any id
 // decodes), with rotary positions, so that decode steps use the offset.
@@ -168,5 +168,5 @@ TEST(Generator, RefusesPromptsThatDoNotFit) {
   EXPECT_THROW(generate(f.engine, {{64}}, greedy(1)), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace generator_test
 }  // namespace megatron::generate

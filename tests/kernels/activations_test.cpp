@@ -11,7 +11,7 @@
 #include "tensor/backend.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace activations_test {
 
 using tensor::RngKey;
 
@@ -243,5 +243,5 @@ TEST_F(CudaActivationsTest, DropoutRejectsAProbabilityAboveOne) {
   EXPECT_THROW(gpu().dropout_forward(x, y, 1.5f, RngKey{}), std::logic_error);
 }
 
-}  // namespace
+}  // namespace activations_test
 }  // namespace megatron::test_support

@@ -15,7 +15,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace attention_test {
 
 using tensor::AttentionOptions;
 using tensor::AttentionShape;
@@ -303,5 +303,5 @@ TEST_F(CudaAttention, RejectsHeadDimsAboveTheLargestBuilt) {
   }
 }
 
-}  // namespace
+}  // namespace attention_test
 }  // namespace megatron::test_support

@@ -10,7 +10,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace cached_attention_test {
 
 using tensor::AttentionShape;
 
@@ -67,5 +67,5 @@ TEST_F(CudaCachedAttentionTest, RotatesWithAPositionOffsetAsTheCpu) {
   expect_close(qkv, 1e-5, 0.0, "rotated qkv");
 }
 
-}  // namespace
+}  // namespace cached_attention_test
 }  // namespace megatron::test_support

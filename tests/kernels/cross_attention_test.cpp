@@ -18,7 +18,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace cross_attention_test {
 
 using tensor::AttentionOptions;
 using tensor::CrossAttentionShape;
@@ -335,5 +335,5 @@ TEST_F(CudaCrossAttention, RefusesACausalMaskOverUnequalLengthsAndKeyLengthsOuts
   }
 }
 
-}  // namespace
+}  // namespace cross_attention_test
 }  // namespace megatron::test_support

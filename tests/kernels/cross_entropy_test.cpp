@@ -12,7 +12,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace cross_entropy_test {
 
 using tensor::VocabShard;
 
@@ -176,5 +176,5 @@ TEST_F(CudaCrossEntropyTest, BackwardRejectsDlogitsOfAnotherSize) {
                std::logic_error);
 }
 
-}  // namespace
+}  // namespace cross_entropy_test
 }  // namespace megatron::test_support

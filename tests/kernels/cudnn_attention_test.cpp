@@ -13,7 +13,7 @@
 #include "tensor/cuda_cudnn_attention.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace cudnn_attention_test {
 
 using tensor::AttentionOptions;
 using tensor::AttentionShape;
@@ -288,5 +288,5 @@ TEST_F(CudnnAttention, AFixedSeedRepeatsBitForBitAndDropoutIsUnbiased) {
   EXPECT_NEAR(dropped_sum / plain_sum, 1.0, 0.1);
 }
 
-}  // namespace
+}  // namespace cudnn_attention_test
 }  // namespace megatron::test_support

@@ -7,7 +7,7 @@
 #include "kernels/device.hpp"
 
 namespace megatron::kernels {
-namespace {
+namespace device_test {
 
 TEST(CudaDevice, ReportsNoDeviceWithoutFailingWhenNoneIsPresent) {
   const int count = device_count();
@@ -30,5 +30,5 @@ TEST(CudaDevice, AxpyKernelMatchesTheCpu) {
   for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], expected[i], 1e-5f * (1 + std::abs(expected[i]))) << i;
 }
 
-}  // namespace
+}  // namespace device_test
 }  // namespace megatron::kernels

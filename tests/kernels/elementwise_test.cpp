@@ -13,7 +13,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace elementwise_test {
 
 constexpr DType kFloatTypes[] = {DType::F32, DType::Bf16, DType::F16};
 // Not a multiple of the 256-thread block nor of the kernels' 8-element vectors: the scalar tail
@@ -287,5 +287,5 @@ TEST_F(CudaElementwiseTest, BiasGradRejectsA16BitGradient) {
   EXPECT_THROW(gpu().bias_grad(dy, dbias), std::logic_error);
 }
 
-}  // namespace
+}  // namespace elementwise_test
 }  // namespace megatron::test_support

@@ -11,7 +11,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace embedding_test {
 
 constexpr DType kFloatTypes[] = {DType::F32, DType::Bf16, DType::F16};
 
@@ -161,5 +161,5 @@ TEST_F(CudaEmbeddingTest, BackwardRejectsATableGradientThatIsNotF32) {
   EXPECT_THROW(gpu().embedding_backward(ids.gpu, dout.gpu, dtable.gpu, 0), std::logic_error);
 }
 
-}  // namespace
+}  // namespace embedding_test
 }  // namespace megatron::test_support

@@ -8,7 +8,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace gemm_test {
 
 class CudaGemmTest : public CudaOpTest {
  protected:
@@ -174,5 +174,5 @@ TEST_F(CudaGemmTest, StepsAfterTheFirstReserveNoNewMemory) {
   EXPECT_EQ(gpu().memory().allocated_bytes, 0);
 }
 
-}  // namespace
+}  // namespace gemm_test
 }  // namespace megatron::test_support

@@ -7,7 +7,7 @@
 #include "kernels/multi_tensor_plan.hpp"
 
 namespace megatron::kernels {
-namespace {
+namespace multi_tensor_plan_test {
 
 // Replays the plan: the (tensor, chunk) pairs its blocks cover, checking each launch's limits.
 std::vector<std::pair<size_t, int>> covered(const std::vector<int64_t>& sizes, int64_t chunk,
@@ -68,5 +68,5 @@ TEST(MultiTensorPlan, MixedSizesCoverEveryChunkInOrder) {
   EXPECT_EQ(covered(sizes, 64, 96, 320), every_chunk(sizes, 64));
 }
 
-}  // namespace
+}  // namespace multi_tensor_plan_test
 }  // namespace megatron::kernels

@@ -8,7 +8,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace multi_tensor_test {
 
 using tensor::AdamWParam;
 
@@ -91,5 +91,5 @@ TEST_F(CudaMultiTensorTest, ANonFiniteGradientMakesTheSumNonFinite) {
   EXPECT_FALSE(std::isfinite(gpu().sum_squares_many(xs)));
 }
 
-}  // namespace
+}  // namespace multi_tensor_test
 }  // namespace megatron::test_support

@@ -10,7 +10,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace norm_test {
 
 constexpr float kEps = 1e-5f;
 constexpr DType kFloatTypes[] = {DType::F32, DType::Bf16, DType::F16};
@@ -241,5 +241,5 @@ TEST_F(CudaNormTest, RmsNormBackwardGivesTheSameBitsEveryRun) {
   }
 }
 
-}  // namespace
+}  // namespace norm_test
 }  // namespace megatron::test_support

@@ -12,7 +12,7 @@
 #include "tensor/backend.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace optimizer_test {
 
 using tensor::AdamWStep;
 using tensor::RngKey;
@@ -158,5 +158,5 @@ TEST_F(CudaOptimizerTest, SgdRejectsAGradientOfAnotherSize) {
                std::logic_error);
 }
 
-}  // namespace
+}  // namespace optimizer_test
 }  // namespace megatron::test_support

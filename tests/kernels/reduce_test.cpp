@@ -13,7 +13,7 @@
 #include "kernels/ops.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace reduce_test {
 
 constexpr DType kFloatTypes[] = {DType::F32, DType::Bf16, DType::F16};
 // Not a multiple of the block or of the 8-element vectors; the larger size spreads over many
@@ -158,5 +158,5 @@ TEST_F(CudaReduceTest, WorkspaceGrowsInWholeAlignedUnitsAndKeepsItsBuffer) {
   EXPECT_EQ(workspace.capacity(), 5120u);
 }
 
-}  // namespace
+}  // namespace reduce_test
 }  // namespace megatron::test_support

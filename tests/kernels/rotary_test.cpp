@@ -10,7 +10,7 @@
 #include "kernels/cuda_harness.hpp"
 
 namespace megatron::test_support {
-namespace {
+namespace rotary_test {
 
 using tensor::AttentionShape;
 using tensor::RotaryOptions;
@@ -90,5 +90,5 @@ TEST_F(CudaRotaryTest, RejectsQkvOfAnotherShape) {
   EXPECT_THROW(gpu().rotary(x.gpu, s, kPartial, false), std::logic_error);
 }
 
-}  // namespace
+}  // namespace rotary_test
 }  // namespace megatron::test_support

@@ -14,7 +14,7 @@
 #include "tensor/cpu_backend.hpp"
 
 namespace megatron::model {
-namespace {
+namespace torch_reference_test {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
@@ -292,5 +292,5 @@ TEST(T5AgainstPyTorch, DeeperDecoderThanEncoderAgrees) {
   expect_t5_matches_torch(c);
 }
 
-}  // namespace
+}  // namespace torch_reference_test
 }  // namespace megatron::model

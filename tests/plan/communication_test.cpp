@@ -5,7 +5,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace communication_test {
 
 using testing::gpt3_175b;
 using testing::make_gpt;
@@ -76,5 +76,5 @@ TEST(Communication, NoEmbeddingSyncWithoutAPipeline) {
   EXPECT_DOUBLE_EQ(communication_of(make_gpt({.global_batch = 8, .tensor = 2})).embedding_sync, 0);
 }
 
-}  // namespace
+}  // namespace communication_test
 }  // namespace megatron::plan

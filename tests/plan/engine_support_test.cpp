@@ -10,7 +10,7 @@
 #include "plan/engine_support.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace engine_support_test {
 
 using ::testing::HasSubstr;
 
@@ -113,5 +113,5 @@ TEST(EngineSupport, OnlyRelativePositionsStayOnOnePipelineStage) {
   EXPECT_EQ(pipeline_refusal(model::PositionEmbedding::Rotary, 4), "");
 }
 
-}  // namespace
+}  // namespace engine_support_test
 }  // namespace megatron::plan

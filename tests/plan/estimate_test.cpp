@@ -8,7 +8,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace estimate_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -218,5 +218,5 @@ TEST(Estimate, WarnsWhenTensorParallelGroupsSpanNodes) {
       ::testing::Contains(HasSubstr("parallel.tensor=16 does not stay inside a node of 8 GPUs")));
 }
 
-}  // namespace
+}  // namespace estimate_test
 }  // namespace megatron::plan

@@ -6,7 +6,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace flops_test {
 
 using testing::gpt3_175b;
 using testing::make_gpt;
@@ -121,5 +121,5 @@ TEST(Flops, BertAddsTheLmHeadDense) {
               3 * 2 * B * s * h * h, 1.0);
 }
 
-}  // namespace
+}  // namespace flops_test
 }  // namespace megatron::plan

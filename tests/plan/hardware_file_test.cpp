@@ -12,7 +12,7 @@
 #include "support/user_error.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace hardware_file_test {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -144,5 +144,5 @@ TEST(HardwareFile, RefusesAFileOver16MiB) {
               HasSubstr("a hardware profile is at most 16 MiB"));
 }
 
-}  // namespace
+}  // namespace hardware_file_test
 }  // namespace megatron::plan

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace hardware_test {
 
 using ::testing::HasSubstr;
 
@@ -54,5 +54,5 @@ TEST(Hardware, H200HasWhatTheDriverReportsNotTheMarketingGigabytes) {
   EXPECT_DOUBLE_EQ(find_hardware("h200").memory_bytes, 143771.0 * 1024 * 1024);
 }
 
-}  // namespace
+}  // namespace hardware_test
 }  // namespace megatron::plan

@@ -15,7 +15,7 @@
 #include "recipe/compile.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace layers_test {
 
 using ::testing::HasSubstr;
 using tensor::AttentionMask;
@@ -129,5 +129,5 @@ TEST(PlanLayers, JsonListsEveryLayerWithItsImplementation) {
   EXPECT_EQ(json["gradient_bucket_elements"].get<int64_t>(), place(c).bucket_elements);
 }
 
-}  // namespace
+}  // namespace layers_test
 }  // namespace megatron::plan

@@ -7,7 +7,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace layout_test {
 
 using testing::make_gpt;
 
@@ -108,5 +108,5 @@ TEST(Layout, T5PipelinesEncoderThenDecoderLayers) {
   EXPECT_EQ(plan.stages[1].layers, range(4, 7));
 }
 
-}  // namespace
+}  // namespace layout_test
 }  // namespace megatron::plan

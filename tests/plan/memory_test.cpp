@@ -7,7 +7,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace memory_test {
 
 using testing::GptShape;
 using testing::gpt3_175b;
@@ -377,5 +377,5 @@ TEST(Memory, PeakStageIsTheOneWithTheLargestTotal) {
   EXPECT_DOUBLE_EQ(plan.peak_rank.total(), plan.stages[0].memory.total());
 }
 
-}  // namespace
+}  // namespace memory_test
 }  // namespace megatron::plan

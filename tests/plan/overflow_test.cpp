@@ -8,7 +8,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace overflow_test {
 
 using ::testing::Contains;
 using ::testing::EndsWith;
@@ -67,5 +67,5 @@ TEST(Overflow, TensorGroupsCrossingANodeAreFoundInAHugeWorld) {
               Not(Contains(HasSubstr("does not stay inside a node"))));
 }
 
-}  // namespace
+}  // namespace overflow_test
 }  // namespace megatron::plan

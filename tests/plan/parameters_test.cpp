@@ -5,7 +5,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace parameters_test {
 
 using testing::GptShape;
 using testing::make_gpt;
@@ -156,5 +156,5 @@ TEST(Parameters, T5DecoderLayersAddCrossAttentionAndShareOneEmbedding) {
             12 * 7'087'872 + 12 * 9'451'776 + 25'067'520 + 4 * 768 + 32128);  // 223,578,496
 }
 
-}  // namespace
+}  // namespace parameters_test
 }  // namespace megatron::plan

@@ -7,7 +7,7 @@
 #include "recipe/recipe_test_util.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace placement_test {
 
 using recipe::kMinimalRecipe;
 using ::testing::ElementsAre;
@@ -187,5 +187,5 @@ TEST_F(PlacementTest, TheRecipeCompilerAloneAcceptsALayoutThatOnlyTheWorldRefuse
               HasSubstr("is not divisible by micro_batch_size"));
 }
 
-}  // namespace
+}  // namespace placement_test
 }  // namespace megatron::plan

@@ -15,7 +15,7 @@
 #include "recipe/enum_names.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace program_test {
 
 PipelineOp F(int chunk, int microbatch) { return {Phase::Forward, chunk, microbatch}; }
 PipelineOp B(int chunk, int microbatch) { return {Phase::Backward, chunk, microbatch}; }
@@ -368,5 +368,5 @@ TEST(PipelineTiming, RefusesProgramsTooLongToSimulate) {
                std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace program_test
 }  // namespace megatron::plan

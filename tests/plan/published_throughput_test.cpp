@@ -11,7 +11,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace published_throughput_test {
 
 using testing::make_gpt;
 
@@ -114,5 +114,5 @@ TEST(PublishedThroughput, EveryRowOfMegatronCoreH100TableWithinTwentyPercent) {
   }
 }
 
-}  // namespace
+}  // namespace published_throughput_test
 }  // namespace megatron::plan

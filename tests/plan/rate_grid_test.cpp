@@ -11,7 +11,7 @@
 #include "support/user_error.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace rate_grid_test {
 
 using ::testing::HasSubstr;
 using test_support::user_error_of;
@@ -108,5 +108,5 @@ TEST(RateGrid, RefusesRatesWithoutAxesAndAnEmptyAxis) {
   EXPECT_THAT(user_error_of([&] { check_rate_grid(empty_axis, "g"); }), HasSubstr("axis 0 is empty"));
 }
 
-}  // namespace
+}  // namespace rate_grid_test
 }  // namespace megatron::plan

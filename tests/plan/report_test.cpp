@@ -11,7 +11,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace report_test {
 
 using ::testing::HasSubstr;
 using testing::gpt3_175b;
@@ -161,5 +161,5 @@ TEST(RankReport, VeryLongProgramsAreCountedNotListed) {
   EXPECT_THAT(text, HasSubstr("(not listed: more than 100000 ops)"));
 }
 
-}  // namespace
+}  // namespace report_test
 }  // namespace megatron::plan

@@ -6,7 +6,7 @@
 #include "plan/plan.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace schedule_test {
 
 using testing::make_gpt;
 using testing::rederive;
@@ -67,5 +67,5 @@ TEST(Schedule, ProgramsTooLongToSimulateUseTheClosedForm) {
   EXPECT_DOUBLE_EQ(schedule.bubble_fraction, 1.0 / 4'194'305.0);
 }
 
-}  // namespace
+}  // namespace schedule_test
 }  // namespace megatron::plan

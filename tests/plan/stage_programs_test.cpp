@@ -7,7 +7,7 @@
 #include "gpt_recipe.hpp"
 
 namespace megatron::plan {
-namespace {
+namespace stage_programs_test {
 
 // pp 2, v 2, 8 micro-batches at the full batch.
 Plan interleaved() {
@@ -31,5 +31,5 @@ TEST(StagePrograms, AreMadeOncePerSize) {
   EXPECT_EQ(&programs.at(8), first);
 }
 
-}  // namespace
+}  // namespace stage_programs_test
 }  // namespace megatron::plan

@@ -8,7 +8,7 @@
 #include "tensor/cpu_backend.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace attention_support_test {
 
 using ::testing::HasSubstr;
 
@@ -51,5 +51,5 @@ TEST(AttentionSupport, CudaRefusesHeadsWiderThanItsKernelsAndTheCpuDoesNot) {
   EXPECT_EQ(attention_support(Device::Cpu, {}, 256, DType::Bf16).refusal, "");
 }
 
-}  // namespace
+}  // namespace attention_support_test
 }  // namespace megatron::tensor

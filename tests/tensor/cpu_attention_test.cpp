@@ -16,7 +16,7 @@
 #include "tensor/random.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_attention_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -500,5 +500,5 @@ TEST(CpuAttention, RejectsHeadsThatDoNotSplitIntoGroups) {
   EXPECT_THROW(backend.attention_forward(qkv, s, options_for(s, true), out, lse), std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_attention_test
 }  // namespace megatron::tensor

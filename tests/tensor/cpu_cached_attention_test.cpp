@@ -13,7 +13,7 @@
 #include "tensor/random.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_cached_attention_test {
 
 struct Case {
   int64_t batch = 2, seq = 70, heads = 4, groups = 2, head_dim = 8;
@@ -133,5 +133,5 @@ TEST(CpuRotaryOffset, RotatesTheTailAsTheWholeSequenceRotatesThosePositions) {
   EXPECT_EQ(to_floats(b, part), want);  // the same angles, computed the same way
 }
 
-}  // namespace
+}  // namespace cpu_cached_attention_test
 }  // namespace megatron::tensor

@@ -20,7 +20,7 @@
 #include "tensor/scoped_threads.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_cross_attention_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -1031,5 +1031,5 @@ TEST(CpuCrossAttention, FlashAttentionRefusesABias) {
   EXPECT_THROW(backend.attention_backward(qkv, out, out, lse, s, o, dqkv), std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_cross_attention_test
 }  // namespace megatron::tensor

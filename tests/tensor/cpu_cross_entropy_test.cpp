@@ -13,7 +13,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_cross_entropy_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -211,5 +211,5 @@ TEST(CpuCrossEntropy, RejectsTargetsOutsideTheVocabulary) {
   EXPECT_THROW(backend.cross_entropy_forward(logits, targets, loss, lse), std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_cross_entropy_test
 }  // namespace megatron::tensor

@@ -17,7 +17,7 @@
 #include "tensor/random.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_elementwise_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -456,5 +456,5 @@ TEST_F(CpuElementwiseTest, DropoutAddWithZeroProbabilityIsAPlainSum) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], residual[i] + x[i]) << i;
 }
 
-}  // namespace
+}  // namespace cpu_elementwise_test
 }  // namespace megatron::tensor

@@ -12,7 +12,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_embedding_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -128,5 +128,5 @@ TEST(CpuEmbedding, BackwardIsBitwiseTheSameOnOneAndTwoThreads) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
-}  // namespace
+}  // namespace cpu_embedding_test
 }  // namespace megatron::tensor

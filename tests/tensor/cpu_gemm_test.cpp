@@ -12,7 +12,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_gemm_test {
 
 using test_support::random_values;
 
@@ -261,5 +261,5 @@ TEST_F(CpuGemmTest, BatchedRejectsDifferentBatchSizes) {
   EXPECT_THROW(backend.gemm_batched(a, false, b, false, c, 1.0f, 0.0f), std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_gemm_test
 }  // namespace megatron::tensor

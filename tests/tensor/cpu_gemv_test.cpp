@@ -11,7 +11,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_gemv_test {
 
 std::vector<float> values(int64_t n, float step) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -79,5 +79,5 @@ TEST(CpuGemv, AFewRowsAgainstATransposedWeightMatchADoubleReference) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_gemv_test
 }  // namespace megatron::tensor

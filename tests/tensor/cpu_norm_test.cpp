@@ -14,7 +14,7 @@
 #include "tensor/scoped_threads.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_norm_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -304,5 +304,5 @@ TEST_F(CpuNormTest, NormBackwardRejectsA16BitParameterGradient) {
   EXPECT_THROW(backend.rms_norm_backward(x, x, gamma, rstd, dx, dgamma), std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_norm_test
 }  // namespace megatron::tensor

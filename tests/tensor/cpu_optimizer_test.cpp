@@ -12,7 +12,7 @@
 #include "tensor/random.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_optimizer_test {
 
 using test_support::random_values;
 
@@ -217,5 +217,5 @@ TEST_F(CpuOptimizerTest, SgdRejectsAMomentumBufferOfTheWrongSize) {
                std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_optimizer_test
 }  // namespace megatron::tensor

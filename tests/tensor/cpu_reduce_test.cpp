@@ -15,7 +15,7 @@
 #include "tensor/scoped_threads.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_reduce_test {
 
 using test_support::random_values;
 
@@ -118,5 +118,5 @@ TEST_F(CpuReduceTest, AllFiniteSeesF16OverflowAsInfinity) {
   EXPECT_TRUE(backend.all_finite(make({1.0f, 1e5f}, DType::F32)));
 }
 
-}  // namespace
+}  // namespace cpu_reduce_test
 }  // namespace megatron::tensor

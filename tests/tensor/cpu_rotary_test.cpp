@@ -12,7 +12,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace cpu_rotary_test {
 
 using test_support::expect_gradient_near;
 using test_support::numeric_gradient;
@@ -165,5 +165,5 @@ TEST(CpuRotary, RejectsAnOddRotaryDim) {
   EXPECT_THROW(backend.rotary(x, kShape, {.rotary_dim = 5}, false), std::logic_error);
 }
 
-}  // namespace
+}  // namespace cpu_rotary_test
 }  // namespace megatron::tensor

@@ -10,7 +10,7 @@
 #include "tensor/half.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace half_test {
 
 __attribute__((target("f16c"))) uint16_t hardware_to_f16(float x) {
   return static_cast<uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
@@ -114,5 +114,5 @@ TEST(Conversions, BulkConversionsMatchTheScalarOnes) {
   EXPECT_EQ(back[3], std::numeric_limits<float>::infinity());
 }
 
-}  // namespace
+}  // namespace half_test
 }  // namespace megatron::tensor

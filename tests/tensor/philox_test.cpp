@@ -8,7 +8,7 @@
 #include "tensor/philox.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace philox_test {
 
 using ::testing::ElementsAre;
 
@@ -53,5 +53,5 @@ TEST(Philox, DifferentCountersGiveDifferentWords) {
   EXPECT_EQ(seen.size(), 1000u);
 }
 
-}  // namespace
+}  // namespace philox_test
 }  // namespace megatron::tensor

@@ -8,7 +8,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace profiling_backend_test {
 
 class ProfilingBackendTest : public ::testing::Test {
  protected:
@@ -139,5 +139,5 @@ TEST_F(ProfilingBackendTest, TheHostClockMeasuresTheTimeBetweenMarks) {
   EXPECT_EQ(clock.mark(), 0);
 }
 
-}  // namespace
+}  // namespace profiling_backend_test
 }  // namespace megatron::tensor

@@ -8,7 +8,7 @@
 #include <cmath>
 
 namespace megatron::tensor {
-namespace {
+namespace rotary_frequencies_test {
 
 RotaryOptions llama31() {
   return {.rotary_dim = 128,
@@ -78,5 +78,5 @@ TEST(RotaryFrequencies, YarnRampsBetweenKeptAndDividedFrequenciesAsTransformers)
   for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(wide[i], want_wide[i], 1e-6 * want_wide[i]) << i;
 }
 
-}  // namespace
+}  // namespace rotary_frequencies_test
 }  // namespace megatron::tensor

@@ -6,7 +6,7 @@
 #include "tensor/host_io.hpp"
 
 namespace megatron::tensor {
-namespace {
+namespace tensor_test {
 
 TEST(Tensor, ARowSliceSharesTheBufferWithoutCopying) {
   CpuBackend b(1);
@@ -77,5 +77,5 @@ TEST(CpuBackendMemory, EmptyTensorsCanBeReadAndWritten) {
   EXPECT_NO_THROW(b.write(t, nullptr));
 }
 
-}  // namespace
+}  // namespace tensor_test
 }  // namespace megatron::tensor
