@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -131,6 +132,30 @@ std::string generation_yaml(const HfGenerationDefaults& g) {
                      g.top_p < 1.0 ? g.top_p : 0.0);
   }
   return y;
+}
+
+json hf_generation_config(const recipe::GenerationSection& g, std::optional<int64_t> eod) {
+  std::vector<int64_t> ends;
+  if (eod) ends.push_back(*eod);
+  for (const int64_t id : g.stop_token_ids) {
+    if (std::find(ends.begin(), ends.end(), id) == ends.end()) ends.push_back(id);
+  }
+  json j = json::object();
+  if (ends.size() == 1) j["eos_token_id"] = ends[0];
+  if (ends.size() > 1) j["eos_token_id"] = ends;
+  if (g.sampling_set()) {
+    // As generation_defaults reads the section: do_sample alone means sampling at temperature 1;
+    // temperature 0 is greedy (sampling_for), which transformers spells do_sample false.
+    const bool sample = g.do_sample.value_or(true) && g.temperature.value_or(1.0) > 0.0;
+    j["do_sample"] = sample;
+    if (sample) {
+      j["temperature"] = g.temperature.value_or(1.0);
+      j["top_k"] = g.top_k.value_or(0);  // transformers: 0 keeps every token
+      const double top_p = g.top_p.value_or(0.0);
+      j["top_p"] = top_p > 0.0 ? top_p : 1.0;  // ours: 0 is off; transformers': 1
+    }
+  }
+  return j.empty() ? json() : j;
 }
 
 }  // namespace megatron::ckpt

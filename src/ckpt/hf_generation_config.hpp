@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "recipe/recipe.hpp"
+
 namespace megatron::ckpt {
 
 struct HfGenerationDefaults {
@@ -34,5 +36,11 @@ std::optional<HfGenerationDefaults> read_hf_generation_config(const std::filesys
 
 // The recipe's generation section (YAML, with its comments) for these defaults.
 std::string generation_yaml(const HfGenerationDefaults& g);
+
+// The other way, for --to hf: generation_config.json for a recipe's generation section, so that
+// transformers' generate() stops and samples where `megatron generate` does. `eod`: the
+// tokenizer's end of document, the first eos_token_id. Null when there is nothing to say (no end
+// token known and no sampling set): transformers' defaults then are the recipe's too.
+nlohmann::json hf_generation_config(const recipe::GenerationSection& g, std::optional<int64_t> eod);
 
 }  // namespace megatron::ckpt

@@ -14,6 +14,7 @@
 
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
+#include "ckpt/hf_generation_config.hpp"
 #include "ckpt/hf_tokenizer.hpp"
 #include "ckpt/hugging_face.hpp"
 #include "ckpt/rewrite.hpp"
@@ -74,6 +75,29 @@ bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) 
   return true;
 }
 
+// generation_config.json for the recipe's generation section and the tokenizer's end of document
+// (when its files are here), so that transformers' generate() stops and samples where `megatron
+// generate` does. False when there is nothing to write.
+bool export_hf_generation_config(const ckpt::CheckpointMeta& meta,
+                                 const recipe::GenerationSection& generation, bool have_tokenizer,
+                                 const fs::path& dir) {
+  std::optional<int64_t> eod;
+  if (have_tokenizer) {
+    const ckpt::HfTokenizerFiles files = ckpt::tokenizer_of_recipe(meta.recipe);
+    const auto tokenizer = load_tokenizer({.type = std::string(recipe::name_of(files.kind)),
+                                           .files = {.vocab_file = files.vocab_file,
+                                                     .merge_file = files.merge_file,
+                                                     .tokenizer_model = files.tokenizer_model}});
+    if (const auto id = tokenizer->special_tokens().eod) eod = *id;
+  }
+  const nlohmann::json config = ckpt::hf_generation_config(generation, eod);
+  if (config.is_null()) return false;
+  std::ofstream out(dir / "generation_config.json");
+  out << config.dump(2) << "\n";
+  if (!out.flush()) throw RuntimeFailure("cannot write " + (dir / "generation_config.json").string());
+  return true;
+}
+
 // --to hf: the checkpoint's weights as a Hugging Face model directory.
 void export_hf(const ConvertJob& a, std::optional<tensor::DType> dtype) {
   if (a.tp > 0 || a.pp > 0) throw UserError("--to hf writes one whole model: drop --tp and --pp");
@@ -89,16 +113,22 @@ void export_hf(const ConvertJob& a, std::optional<tensor::DType> dtype) {
   const recipe::CompiledRecipe compiled = compile_for_checkpoint(reader.meta(), dir, {});
   const model::ModelConfig config = plan::model_config(compiled.recipe, compiled.derived);
   const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
-  bool tokenizer = false;
+  bool tokenizer = false, generation = false;
   try {
     ckpt::export_hugging_face(reader, config, a.save, dtype);
     tokenizer = export_hf_tokenizer(reader.meta(), a.save);
+    // Only a causal language model generates (BERT does not; T5's config.json has its eos).
+    if (compiled.recipe.model.arch == recipe::Arch::Gpt && compiled.derived.classes == 0) {
+      generation = export_hf_generation_config(reader.meta(), compiled.recipe.generation,
+                                               tokenizer, a.save);
+    }
   } catch (...) {
     remove_created(created);
     throw;
   }
-  std::cout << fmt::format("wrote {} (config.json, model.safetensors{}) from {} in {:.1f} s\n",
-                           a.save, tokenizer ? ", tokenizer files" : "", dir.string(),
+  std::cout << fmt::format("wrote {} (config.json, model.safetensors{}{}) from {} in {:.1f} s\n",
+                           a.save, tokenizer ? ", tokenizer files" : "",
+                           generation ? ", generation_config.json" : "", dir.string(),
                            elapsed_s(start));
 }
 

@@ -153,6 +153,27 @@ TEST(HfRecipe, GenerationConfigsEndTokensAndSamplingBecomeTheGenerationSection) 
   EXPECT_EQ(base.do_sample, false);
 }
 
+TEST(HfRecipe, AnExportsGenerationConfigImportsAsTheSectionItCameFrom) {
+  const recipe::GenerationSection sampled{
+      .stop_token_ids = {7, 50256}, .do_sample = true, .temperature = 0.7, .top_k = 40, .top_p = 0.95};
+  const nlohmann::json j = hf_generation_config(sampled, 50256);
+  // The tokenizer's end of document first, each id once.
+  EXPECT_EQ(j["eos_token_id"], nlohmann::json({50256, 7}));
+  const recipe::GenerationSection back = generation_read_back(j.dump().c_str(), 50257);
+  EXPECT_EQ(back.stop_token_ids, (std::vector<int64_t>{50256, 7}));
+  EXPECT_EQ(back.do_sample, true);
+  EXPECT_EQ(back.temperature, 0.7);
+  EXPECT_EQ(back.top_k, 40);
+  EXPECT_EQ(back.top_p, 0.95);
+  // Ours: top_k and top_p 0 are off; transformers': top_k 0 and top_p 1.
+  const nlohmann::json all = hf_generation_config({.do_sample = true}, std::nullopt);
+  EXPECT_EQ(all, nlohmann::json::parse(R"({"do_sample": true, "temperature": 1.0, "top_k": 0, "top_p": 1.0})"));
+  // Temperature 0 is greedy, which transformers spells do_sample false.
+  EXPECT_EQ(hf_generation_config({.temperature = 0.0}, 2), nlohmann::json::parse(R"({"eos_token_id": 2, "do_sample": false})"));
+  // Nothing known, nothing written: transformers' defaults.
+  EXPECT_TRUE(hf_generation_config({}, std::nullopt).is_null());
+}
+
 TEST(HfRecipe, GenerationSettingsTheEngineDoesNotApplyAreNamedInTheRecipe) {
   const HfGenerationDefaults g =
       hf_generation_defaults(nlohmann::json::parse(kQwen25Instruct), "dir/generation_config.json", 151936);

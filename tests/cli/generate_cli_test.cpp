@@ -224,7 +224,8 @@ TEST(GenerateCli, AHuggingFaceExportCarriesItsTokenizerAndItsImportGeneratesWith
   const std::string merges = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt";
   const fs::path ckpt = dir.path() / "ckpt", hf = dir.path() / "hf", imported = dir.path() / "imported";
   ASSERT_EQ(run_megatron("run --threads 1 recipes/gpt-tiny.yaml model.num_layers=1 training.train_iters=1 "
-                         "training.lr_warmup_iters=0 eval.interval=null data.vocab_file=" + vocab +
+                         "training.lr_warmup_iters=0 eval.interval=null generation.stop_token_ids=[13] "
+                         "data.vocab_file=" + vocab +
                          " data.merge_file=" + merges + " checkpoint.save=" + ckpt.string() +
                          " --run-dir " + (dir.path() / "run").string())
                 .exit_code,
@@ -236,6 +237,9 @@ TEST(GenerateCli, AHuggingFaceExportCarriesItsTokenizerAndItsImportGeneratesWith
   const auto config = nlohmann::json::parse(slurp(hf / "tokenizer_config.json"));
   EXPECT_EQ(config["tokenizer_class"], "GPT2Tokenizer");
   EXPECT_EQ(config["eos_token"], "<|endoftext|>");
+  // transformers' generate() stops where ours does: at <|endoftext|> and the recipe's stop ids.
+  EXPECT_EQ(nlohmann::json::parse(slurp(hf / "generation_config.json")),
+            nlohmann::json::parse(R"({"eos_token_id": [50256, 13]})"));
   ASSERT_EQ(run_megatron("convert --from hf --load " + hf.string() + " --save " + imported.string()).exit_code, 0);
   EXPECT_EQ(greedy_text(ckpt.string(), 5), greedy_text(imported.string(), 5));
 }
@@ -248,6 +252,7 @@ TEST(GenerateCli, AnExportWithoutTokenizerFilesSaysSoAndStillWritesTheModel) {
   EXPECT_NE(r.err.find("AutoTokenizer will not load"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(dir.path() / "hf" / "model.safetensors"));
   EXPECT_FALSE(fs::exists(dir.path() / "hf" / "tokenizer_config.json"));
+  EXPECT_FALSE(fs::exists(dir.path() / "hf" / "generation_config.json")) << "no end token known";
 }
 
 }  // namespace generate_cli_test
