@@ -68,7 +68,7 @@ std::string hf_recipe_yaml(const HfModel& m, tensor::DType dtype, const std::str
                    c.hidden_dropout, c.attention_dropout, c.init_std);
   // The directory's own tokenizer files when it has them (as `convert --to hf` writes them), so
   // that eval and generate need no tokenizer flags.
-  const std::optional<HfTokenizerFiles> tok = find_hf_tokenizer(source);
+  const std::optional<HfTokenizerFiles> tok = find_hf_tokenizer(source, c.arch);
   const std::string kind = tok ? std::string(name_of(tok->kind))
                            : bert ? "bert-wordpiece-lowercase"
                            : rotary || t5 ? "sentencepiece" : "gpt2-bpe";

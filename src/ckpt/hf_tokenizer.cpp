@@ -109,10 +109,25 @@ HfTokenizerFiles tokenizer_of_recipe(const std::string& recipe_yaml) {
   return files;
 }
 
-std::optional<HfTokenizerFiles> find_hf_tokenizer(const fs::path& dir) {
+std::optional<HfTokenizerFiles> find_hf_tokenizer(const fs::path& dir, recipe::Arch arch) {
   std::error_code ec;
   const fs::path root = fs::absolute(dir, ec);
   const auto has = [&](const char* name) { return fs::is_regular_file(root / name, ec); };
+  const auto wordpiece = [&] {
+    bool lower = true;
+    std::ifstream in(root / "tokenizer_config.json");
+    if (in) {
+      try {
+        const json c = json::parse(in);
+        if (c.contains("do_lower_case") && c["do_lower_case"].is_boolean()) lower = c["do_lower_case"].get<bool>();
+      } catch (const json::exception&) {
+      }
+    }
+    return HfTokenizerFiles{.kind = lower ? recipe::Tokenizer::BertWordPieceLowerCase
+                                          : recipe::Tokenizer::BertWordPieceCased,
+                            .vocab_file = (root / "vocab.txt").string()};
+  };
+  if ((arch == recipe::Arch::Bert || arch == recipe::Arch::T5) && has("vocab.txt")) return wordpiece();
   // What AutoTokenizer loads first: the fast tokenizer's own file.
   if (has("tokenizer.json")) {
     return HfTokenizerFiles{.kind = recipe::Tokenizer::HuggingFace,
@@ -127,20 +142,7 @@ std::optional<HfTokenizerFiles> find_hf_tokenizer(const fs::path& dir) {
     return HfTokenizerFiles{.kind = recipe::Tokenizer::SentencePiece,
                             .tokenizer_model = (root / "tokenizer.model").string()};
   }
-  if (has("vocab.txt")) {
-    bool lower = true;
-    std::ifstream in(root / "tokenizer_config.json");
-    if (in) {
-      try {
-        const json c = json::parse(in);
-        if (c.contains("do_lower_case") && c["do_lower_case"].is_boolean()) lower = c["do_lower_case"].get<bool>();
-      } catch (const json::exception&) {
-      }
-    }
-    return HfTokenizerFiles{.kind = lower ? recipe::Tokenizer::BertWordPieceLowerCase
-                                          : recipe::Tokenizer::BertWordPieceCased,
-                            .vocab_file = (root / "vocab.txt").string()};
-  }
+  if (has("vocab.txt")) return wordpiece();
   return std::nullopt;
 }
 

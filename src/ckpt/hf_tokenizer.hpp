@@ -29,7 +29,9 @@ void write_hf_tokenizer(const HfTokenizerFiles& files, const std::filesystem::pa
 // no files where the recipe says nothing readable. Never throws: the recipe is untrusted.
 HfTokenizerFiles tokenizer_of_recipe(const std::string& recipe_yaml);
 
-// The tokenizer files an imported directory has, as absolute paths, or nullopt.
-std::optional<HfTokenizerFiles> find_hf_tokenizer(const std::filesystem::path& dir);
+// The tokenizer files an imported directory has, as absolute paths, or nullopt: tokenizer.json
+// first, as AutoTokenizer loads it, except for BERT and T5 (`arch`), whose data Megatron makes
+// with a WordPiece vocab.txt: theirs first where the directory has one.
+std::optional<HfTokenizerFiles> find_hf_tokenizer(const std::filesystem::path& dir, recipe::Arch arch);
 
 }  // namespace megatron::ckpt

@@ -22,6 +22,7 @@
 #include "core/output_dir.hpp"
 #include "core/printable.hpp"
 #include "core/progress_line.hpp"
+#include "data/hf_tokenizer_export.hpp"
 #include "plan/engine_support.hpp"
 #include "plan/model_config.hpp"
 #include "recipe/enum_names.hpp"
@@ -72,6 +73,21 @@ bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) 
     std::from_chars(field->data(), field->data() + field->size(), positions);
   }
   ckpt::write_hf_tokenizer(files, dir, positions);
+  // tokenizer.json too, as transformers writes it when it converts these files: the format
+  // transformers 5 saves and tools that read it alone (a tokenizers-only pipeline) need.
+  std::optional<nlohmann::ordered_json> json;
+  if (files.kind == recipe::Tokenizer::Gpt2Bpe) {
+    json = data::gpt2_tokenizer_json(files.vocab_file, files.merge_file);
+  } else if (files.kind == recipe::Tokenizer::BertWordPieceLowerCase ||
+             files.kind == recipe::Tokenizer::BertWordPieceCased) {
+    json = data::wordpiece_tokenizer_json(files.vocab_file,
+                                          files.kind == recipe::Tokenizer::BertWordPieceLowerCase);
+  }
+  if (json) {
+    std::ofstream out(dir / "tokenizer.json", std::ios::binary);
+    out << json->dump(2) << "\n";
+    if (!out.flush()) throw RuntimeFailure("cannot write " + (dir / "tokenizer.json").string());
+  }
   return true;
 }
 
@@ -135,8 +151,8 @@ void export_hf(const ConvertJob& a, std::optional<tensor::DType> dtype) {
 // The tokenizer files beside a Hugging Face model, which the import's recipe names: loaded as
 // every job would load them, so that a damaged file (not JSON, not an object of token ids, ids
 // not 0..n-1) or one with more tokens than the model's vocabulary is refused now, by name.
-void check_hf_tokenizer(const fs::path& dir, int64_t vocab) {
-  const std::optional<ckpt::HfTokenizerFiles> files = ckpt::find_hf_tokenizer(dir);
+void check_hf_tokenizer(const fs::path& dir, recipe::Arch arch, int64_t vocab) {
+  const std::optional<ckpt::HfTokenizerFiles> files = ckpt::find_hf_tokenizer(dir, arch);
   if (!files) return;
   const std::string& named = files->vocab_file.empty() ? files->tokenizer_model : files->vocab_file;
   std::unique_ptr<data::Tokenizer> tokenizer;
@@ -203,7 +219,7 @@ void convert(const ConvertJob& a) {
   fs::path dir;
   if (a.from == "hf") {
     auto hf = std::make_unique<ckpt::HuggingFaceSource>(a.load, std::max<int64_t>(a.tp, 1));
-    check_hf_tokenizer(a.load, hf->config().vocab);
+    check_hf_tokenizer(a.load, hf->config().arch, hf->config().vocab);
     meta = hf->meta();
     source = std::move(hf);
     dir = a.load;

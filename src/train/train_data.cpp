@@ -224,6 +224,13 @@ WordPieceData wordpiece_data(const recipe::CompiledRecipe& compiled, const char*
                                 "(vocab.txt) the dataset was made with",
                                 compiled.file, family));
   }
+  if (r.data.tokenizer != recipe::Tokenizer::BertWordPieceLowerCase &&
+      r.data.tokenizer != recipe::Tokenizer::BertWordPieceCased) {
+    throw UserError(fmt::format("{}: data.tokenizer: {} data is made with a WordPiece vocab.txt "
+                                "(bert-wordpiece-lowercase or bert-wordpiece-cased), not {}; set "
+                                "data.tokenizer to the one the dataset was made with",
+                                compiled.file, family, recipe::name_of(r.data.tokenizer)));
+  }
   const std::string vocab = relative_to(compiled, *r.data.vocab_file);
   const auto tokenizer = data::make_tokenizer(r.data.tokenizer, {.vocab_file = vocab});
   WordPieceData out{.special = tokenizer->special_tokens(),

@@ -56,7 +56,7 @@ TEST(HfTokenizer, EachKindIsWrittenAndFoundAgain) {
     const auto config = nlohmann::json::parse(slurp(out / "tokenizer_config.json"));
     EXPECT_EQ(config["model_max_length"], 1024);
     EXPECT_TRUE(fs::exists(out / "special_tokens_map.json"));
-    const auto found = find_hf_tokenizer(out);
+    const auto found = find_hf_tokenizer(out, recipe::Arch::Gpt);
     ASSERT_TRUE(found) << i;
     EXPECT_EQ(found->kind, kinds[i].kind) << i;
     const std::string original = kinds[i].tokenizer_model.empty() ? kinds[i].vocab_file : kinds[i].tokenizer_model;
@@ -67,7 +67,8 @@ TEST(HfTokenizer, EachKindIsWrittenAndFoundAgain) {
 }
 
 // tokenizer.json (what transformers 5 saves) is copied with its own tokenizer_config.json, or
-// given one naming the fast tokenizer; found again first, before the slow tokenizers' files.
+// given one naming the fast tokenizer; found again first, before the slow tokenizers' files
+// (but BERT's and T5's vocab.txt).
 TEST(HfTokenizer, ATokenizerJsonIsWrittenWithItsConfigAndFoundFirst) {
   test_support::TempDir dir;
   const fs::path source = dir.path() / "source";
@@ -84,10 +85,19 @@ TEST(HfTokenizer, ATokenizerJsonIsWrittenWithItsConfigAndFoundFirst) {
   // A directory with both kinds of files: AutoTokenizer loads the fast one, and so does the import.
   std::ofstream(out / "vocab.json") << "{}";
   std::ofstream(out / "merges.txt") << "";
-  const auto found = find_hf_tokenizer(out);
+  const auto found = find_hf_tokenizer(out, recipe::Arch::Gpt);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->kind, recipe::Tokenizer::HuggingFace);
   EXPECT_EQ(found->tokenizer_model, (out / "tokenizer.json").string());
+  // BERT's and T5's data are made with a WordPiece vocab.txt: theirs first where there is one.
+  std::ofstream(out / "vocab.txt") << "[UNK]\n";
+  for (const recipe::Arch arch : {recipe::Arch::Bert, recipe::Arch::T5}) {
+    const auto wordpiece = find_hf_tokenizer(out, arch);
+    ASSERT_TRUE(wordpiece);
+    EXPECT_EQ(wordpiece->kind, recipe::Tokenizer::BertWordPieceLowerCase);
+    EXPECT_EQ(wordpiece->vocab_file, (out / "vocab.txt").string());
+  }
+  EXPECT_EQ(find_hf_tokenizer(out, recipe::Arch::Gpt)->kind, recipe::Tokenizer::HuggingFace);
 
   const fs::path bare = dir.path() / "bare";
   fs::create_directories(bare);
@@ -108,7 +118,7 @@ TEST(HfTokenizer, AKindWithoutItsFilesIsAUserError) {
   EXPECT_THROW(write_hf_tokenizer({.kind = recipe::Tokenizer::SentencePiece, .tokenizer_model = "/no/such"},
                                   dir.path(), 0),
                RuntimeFailure);
-  EXPECT_FALSE(find_hf_tokenizer(dir.path()));
+  EXPECT_FALSE(find_hf_tokenizer(dir.path(), recipe::Arch::Gpt));
 }
 
 }  // namespace

@@ -156,5 +156,14 @@ TEST(BertBadInput, AVocabularyWithoutBertTokensIsRefusedNamingIt) {
   EXPECT_NE(r.err.find(vocab), std::string::npos) << r.err;
 }
 
+TEST(BertBadInput, ATokenizerOtherThanWordPieceIsRefusedNamingTheKey) {
+  test_support::TempDir dir;
+  const CommandResult r = run_megatron("run --threads 1 " + bert_model() +
+                                       "data.tokenizer=gpt2-bpe --run-dir " + (dir.path() / "run").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("data.tokenizer: BERT data is made with a WordPiece vocab.txt"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace bert_run_test
 }  // namespace megatron::cli
