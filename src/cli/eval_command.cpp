@@ -50,6 +50,7 @@ struct EvalArgs {
   TokenizerArgs tokenizer;
   std::vector<std::string> overrides;
   std::vector<CLI::Option*> task_flags;  // what describes --task (refused without it)
+  std::vector<CLI::Option*> sampling_flags;  // what only generation reads
 };
 
 // Generation tasks decode greedily unless --temperature asks for draws (megatron generate's
@@ -100,6 +101,14 @@ std::optional<eval::TaskSpec> task_of(const EvalArgs& a) {
                         .max_tokens = a.max_tokens};
 }
 
+std::vector<std::string> given(const std::vector<CLI::Option*>& options) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : options) {
+    if (o->count() > 0) names.push_back(o->get_name());
+  }
+  return names;
+}
+
 void run_eval(const EvalArgs& a) {
   eval::EvalJob job{.checkpoint = a.checkpoint,
                     .task = task_of(a),
@@ -107,6 +116,7 @@ void run_eval(const EvalArgs& a) {
                     .batch_size = a.batch_size,
                     .sampling = sampling_of(a.sampling),
                     .seed = a.seed,
+                    .sampling_flags = given(a.sampling_flags),
                     .threads = a.threads,
                     .device = a.device,
                     .tokenizer = a.tokenizer,
@@ -161,15 +171,18 @@ void add_eval_command(CLI::App& app, Actions& actions) {
   flags.push_back(cmd->add_option("--max-tokens", args->max_tokens,
                                   "generation: most tokens generated per prompt (default 32)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20)));
-  cmd->add_option("--temperature", args->sampling.temperature,
-                  "generation: sample with this temperature (default 0: greedy)");
-  cmd->add_option("--top-k", args->sampling.top_k, "generation, sampling: from the k most likely tokens (0: all)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  cmd->add_option("--top-p", args->sampling.top_p,
-                  "generation, sampling: from the smallest set of tokens with this much probability (0: off)");
-  cmd->add_option("--seed", args->seed,
-                  "generation, sampling: prompt i draws from seed + i (default 1234)")
-      ->check(whole_number_from_zero());
+  auto& sampling = args->sampling_flags;
+  sampling.push_back(cmd->add_option("--temperature", args->sampling.temperature,
+                                     "generation: sample with this temperature (default 0: greedy)"));
+  sampling.push_back(cmd->add_option("--top-k", args->sampling.top_k,
+                                     "generation, sampling: from the k most likely tokens (0: all)")
+                         ->check(CLI::Range(int64_t{0}, int64_t{1} << 30)));
+  sampling.push_back(cmd->add_option(
+      "--top-p", args->sampling.top_p,
+      "generation, sampling: from the smallest set of tokens with this much probability (0: off)"));
+  sampling.push_back(cmd->add_option("--seed", args->seed,
+                                     "generation, sampling: prompt i draws from seed + i (default 1234)")
+                         ->check(whole_number_from_zero()));
   flags.push_back(cmd->add_option("--fewshot-data", args->fewshot_data,
                   "multiple choice: the examples' file (default: the task's own, less the question)"));
   cmd->add_option("--json", args->json, "Write lm-evaluation-harness-style results JSON here");

@@ -1,8 +1,10 @@
 #include "eval/eval_job.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -128,6 +130,14 @@ void run(const EvalJob& job) {
   const int64_t classes = compiled.derived.classes;
   const std::vector<TaskSpec> specs = task_specs(job, compiled.recipe);
   if (!job.task) refuse_outputs_over_inputs(job, specs);
+  if (!job.sampling_flags.empty() &&
+      std::none_of(specs.begin(), specs.end(), [](const TaskSpec& s) { return s.task == "generation"; })) {
+    throw UserError(fmt::format("{}: only generation samples, and {}: drop {}",
+                                fmt::join(job.sampling_flags, ", "),
+                                job.task ? "--task is " + job.task->task
+                                         : std::string("the recipe's eval.tasks hold no generation task"),
+                                job.sampling_flags.size() == 1 ? "it" : "them"));
+  }
   for (const TaskSpec& spec : specs) {
     if (spec.task == "classification" && classes == 0) {
       throw UserError(fmt::format("{}: the checkpoint has no classifier: fine-tune it first "

@@ -22,6 +22,9 @@ struct EvalJob {
   int64_t batch_size = 0;          // sequences per forward pass and replica; 0: 1
   generate::Sampling sampling{.top_k = 1};  // generation tasks (greedy by default)
   uint64_t seed = 1234;            // generation, sampling: prompt i draws from seed + i
+  // The sampling flags the user gave (--temperature, --top-k, --top-p, --seed): refused when no
+  // task of the job generates, rather than ignored.
+  std::vector<std::string> sampling_flags;
   int threads = 0;                 // CPU threads; 0: every core
   std::string device;              // empty: the recipe's
   train::TokenizerChoice tokenizer;  // empty: the checkpoint recipe's

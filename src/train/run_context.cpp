@@ -9,6 +9,7 @@
 #include "ckpt/checkpoint_reader.hpp"
 #include "ckpt/directory.hpp"
 #include "core/logging.hpp"
+#include "core/output_dir.hpp"
 #include "dist/launcher.hpp"
 #include "dist/watchdog.hpp"
 #include "parallel/scalar_reduce.hpp"
@@ -41,16 +42,12 @@ optim::LossScalerConfig scaler_config(const recipe::PrecisionSection& p) {
           .dynamic = true};
 }
 
-// The resolved recipe, with the plan's placement among its derived values as `recipe show` prints it.
-std::filesystem::path prepare_run_dir(const recipe::CompiledRecipe& c, const plan::Plan& plan,
-                                      const TrainOptions& o) {
-  const std::filesystem::path dir = run_dir_for(c, o.run_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw UserError("cannot create run directory " + dir.string() + ": " + ec.message());
+// The resolved recipe, with the plan's placement among its derived values as `recipe show`
+// prints it, and the recipe as the user wrote it.
+void write_run_recipe(const std::filesystem::path& dir, const recipe::CompiledRecipe& c,
+                      const plan::Plan& plan, const TrainOptions& o) {
   std::ofstream(dir / "recipe.yaml") << recipe::render_yaml(c, plan.derivations);
   if (!o.recipe_text.empty()) std::ofstream(dir / "recipe.original.yaml") << o.recipe_text;
-  return dir;
 }
 
 ModelSpeed model_speed(const recipe::CompiledRecipe& c, const plan::Plan& p,
@@ -79,7 +76,25 @@ RunContext::RunContext(const recipe::CompiledRecipe& c, const TrainOptions& opti
   logging::set_recipe_level(recipe::name_of(r.logging.level));
   // Ranks other than 0 say only what goes wrong.
   if (!rank0() && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
-  if (rank0()) run_dir = prepare_run_dir(c, plan, options);
+  // The run directory is made (and probed) first, so an unwritable one fails before any work;
+  // its recipe files are written once the checkpoint and data have loaded, and a run refused
+  // before then leaves no directory it made behind.
+  std::vector<std::filesystem::path> created;
+  if (rank0()) {
+    run_dir = run_dir_for(c, options.run_dir);
+    created = prepare_output_dir("run directory", run_dir.string());
+  }
+  try {
+    set_up(c, options);
+  } catch (...) {
+    remove_created(created);
+    throw;
+  }
+  if (rank0()) write_run_recipe(run_dir, c, plan, options);
+}
+
+void RunContext::set_up(const recipe::CompiledRecipe& c, const TrainOptions& options) {
+  const auto& r = c.recipe;
   checkpointer = std::make_unique<Checkpointer>(c, config, groups, *backend, options.recipe_text,
                                                 options.overrides);
   // A run that loads a checkpoint overwrites every weight: drawing them first is wasted time.

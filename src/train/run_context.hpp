@@ -64,6 +64,9 @@ struct RunContext : ModelContext {
   std::unique_ptr<BatchPrefetcher> train_batches;
 
  private:
+  // The checkpoint, optimizer and data, after the run directory is made (and before its recipe
+  // files are written).
+  void set_up(const recipe::CompiledRecipe& compiled, const TrainOptions& options);
   // finetune.pretrained: the model's weights from that checkpoint (any layout), but for what
   // fine-tuning adds (the classifier), which keeps its drawn values.
   void load_pretrained(const std::string& path);

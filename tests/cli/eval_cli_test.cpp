@@ -111,12 +111,24 @@ TEST(EvalCli, AFlagOfAnotherTaskIsRefusedNotIgnored) {
            {"--task multiple-choice --max-tokens 4",
             "--max-tokens: only generation takes it, and --task is multiple-choice"},
            {"--task generation --field body",
-            "--field: only perplexity and cloze takes it, and --task is generation"}}) {
+            "--field: only perplexity and cloze takes it, and --task is generation"},
+           {"--task perplexity --temperature 0.5",
+            "--temperature: only generation samples, and --task is perplexity: drop it"},
+           {"--task multiple-choice --seed 3 --temperature 0.7",
+            "--temperature, --seed: only generation samples, and --task is multiple-choice: drop them"}}) {
     const CommandResult r = run_megatron("eval " + checkpoint().string() + " " + flags +
                                          " --data tasks.jsonl" + kGpt2);
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_NE(r.err.find(says), std::string::npos) << flags << ": " << r.err;
   }
+  // Without --task, the recipe's tasks are asked.
+  const CommandResult r = run_megatron("eval " + checkpoint().string() +
+                                       " 'eval.tasks=[{task: perplexity, data: tasks.jsonl}]' --temperature 0.5" + kGpt2);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--temperature: only generation samples, and the recipe's eval.tasks hold no "
+                       "generation task: drop it"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(EvalCli, ATokenizerLargerThanTheModelsVocabularyIsRefused) {

@@ -207,6 +207,23 @@ TEST(RunCommand, ADatasetWithIdsBeyondTheVocabularyIsRefusedWithExitCodeTwo) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "run" / "metrics.jsonl"));
 }
 
+TEST(RunCommand, ARunRefusedBeforeItsFirstStepLeavesNoRunDirectoryItMadeAndNoRecipeBehind) {
+  test_support::TempDir dir;
+  const std::string refused = "run " + kSmall + "training.train_iters=2 data.mock=false "
+                              "'data.prefixes=[" + (dir.path() / "missing").string() + "]' --run-dir ";
+  const std::filesystem::path fresh = dir.path() / "new" / "run";
+  const auto r = run_megatron(refused + fresh.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "new")) << "the directories it made are gone";
+  // An earlier run's directory keeps its recipe as that run wrote it.
+  const std::filesystem::path earlier = dir.path() / "earlier";
+  ASSERT_EQ(run_megatron("run " + kSmall + "training.train_iters=1 --run-dir " + earlier.string()).exit_code, 0);
+  const std::string recipe = slurp(earlier / "recipe.yaml");
+  EXPECT_EQ(run_megatron(refused + earlier.string() + " --force").exit_code, 2);
+  EXPECT_EQ(slurp(earlier / "recipe.yaml"), recipe);
+}
+
 TEST(RunCommand, ANonFiniteLossStopsTheRunNamingTheIteration) {
   test_support::TempDir dir;
   const auto r = run_megatron("run " + kSmall +
