@@ -5,12 +5,13 @@
 # its original context shrunk to 64 so that prompts reach the scaled frequencies; a 540-token
 # prompt among them) with bpe_llama3, Qwen2 (Qwen2.5's shape: q/k/v biases, tied) with Qwen2.5's
 # tokenizer (and with YaRN scaling, its original context shrunk to 64), Qwen3 (q/k norms, head_dim apart from hidden / heads) with Qwen3's, and Mistral (4096
-# window, untied) with Mistral v0.1's (byte fallback, <s> before each prompt), and Qwen2 with
+# window, untied) with Mistral v0.1's and v0.3's (byte fallback, <s> before each prompt; Mistral's
+# v1 and v3 chat templates as mistral-common generates them), and Qwen2 with
 # DeepSeek-R1's tokenizer (DeepSeek-R1-Distill-Qwen's pairing; its chat template). Each is imported
 # with `megatron convert --from hf` and used with no tokenizer flags:
 #   - generate: greedily continued by `megatron generate` and by transformers; the ids and texts
 #     must be the same, token for token;
-#   - chat (Qwen2.5's, Qwen3's and DeepSeek-R1's tokenizers carry their chat templates): `megatron generate
+#   - chat (all but Llama 3.1's carry chat templates): `megatron generate
 #     --chat-template auto` against transformers' apply_chat_template(add_generation_prompt=True);
 #   - eval: `megatron eval --task multiple-choice --log-samples` against each choice's
 #     log-likelihood from transformers (lm-evaluation-harness's requests), within 1e-4 relative
@@ -53,7 +54,7 @@ cat > "$work/choices.jsonl" <<'JSON'
 {"context": "函数的导数是", "choices": ["变化率", "一个常数"], "gold": 0}
 JSON
 status=0
-families="${FAMILIES:-llama31:bpe_llama3 qwen2:real_qwen2_5 qwen2-yarn:real_qwen2_5 qwen3:real_qwen3 mistral:real_mistral_v0_1 qwen2:real_deepseek_r1}"
+families="${FAMILIES:-llama31:bpe_llama3 qwen2:real_qwen2_5 qwen2-yarn:real_qwen2_5 qwen3:real_qwen3 mistral:real_mistral_v0_1 mistral:real_mistral_v0_3 qwen2:real_deepseek_r1}"
 for family in $families; do
   name=${family%%:*}
   fixture=tests/data/hf_tokenizers/${family#*:}
@@ -65,6 +66,17 @@ for family in $families; do
     cp "$fixture/tokenizer.json" "$work/tok/"
   fi
   [[ -f "$fixture/tokenizer_config.json" ]] && cp "$fixture/tokenizer_config.json" "$work/tok/"
+  # Mistral's fixtures are bare tokenizers: given the Hub's special tokens and Mistral's chat
+  # template as mistral-common generates it (tests/data/chat_templates/).
+  case "${family#*:}" in
+    real_mistral_v0_1) template=mistral_v1 ;;
+    real_mistral_v0_3) template=mistral_v3 ;;
+    *) template= ;;
+  esac
+  if [[ -n "$template" ]]; then
+    cp "tests/data/chat_templates/$template.jinja" "$work/tok/chat_template.jinja"
+    echo '{"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}' >"$work/tok/tokenizer_config.json"
+  fi
   "$venv/bin/python" "$peer" make "$name" "$work/hf" "$work/tok" 2>/dev/null
   "$megatron" convert --from hf --load "$work/hf" --save "$work/ckpt" >/dev/null 2>"$work/log" || { cat "$work/log"; exit 1; }
   "$venv/bin/python" "$peer" generate "$work/hf" "$work/prompts.jsonl" "$tokens" 2>/dev/null >"$work/theirs.jsonl"

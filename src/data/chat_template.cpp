@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/fnv1a.hpp"
@@ -21,22 +22,27 @@ struct Named {
   ChatTemplate kind;
   std::string_view name;
 };
-constexpr std::array<Named, 5> kNames{{{ChatTemplate::ChatMl, "chatml"},
+constexpr std::array<Named, 7> kNames{{{ChatTemplate::ChatMl, "chatml"},
                                        {ChatTemplate::Plain, "plain"},
                                        {ChatTemplate::Qwen25, "qwen2.5"},
                                        {ChatTemplate::Qwen3, "qwen3"},
-                                       {ChatTemplate::DeepSeekR1, "deepseek-r1"}}};
+                                       {ChatTemplate::DeepSeekR1, "deepseek-r1"},
+                                       {ChatTemplate::MistralV1, "mistral-v1"},
+                                       {ChatTemplate::MistralV3, "mistral-v3"}}};
 
 // The released templates, by the FNV-1a hash of their Jinja source (trailing whitespace left
 // out, as files differ in their final newline): Qwen2.5's (every Qwen2.5 instruct model), Qwen3's,
-// and DeepSeek-R1's (tests/data/hf_tokenizers holds each).
+// and DeepSeek-R1's (tests/data/hf_tokenizers holds each), and Mistral's v1 and v3 as
+// mistral-common 1.13.1 generates them (tests/data/chat_templates holds them).
 struct Known {
   uint64_t hash;
   ChatTemplate kind;
 };
-constexpr std::array<Known, 3> kKnown{{{0xe642ce246d7f2e3dULL, ChatTemplate::Qwen25},
+constexpr std::array<Known, 5> kKnown{{{0xe642ce246d7f2e3dULL, ChatTemplate::Qwen25},
                                        {0x2bfdb7aa9754484eULL, ChatTemplate::Qwen3},
-                                       {0x4526f885d718fa95ULL, ChatTemplate::DeepSeekR1}}};
+                                       {0x4526f885d718fa95ULL, ChatTemplate::DeepSeekR1},
+                                       {0xf696b3be9c734484ULL, ChatTemplate::MistralV1},
+                                       {0xa75f0f6368b303a9ULL, ChatTemplate::MistralV3}}};
 
 // Appends a segment, merged into the last one when both have the same flag.
 void append(SftExample& example, std::string text, bool scored) {
@@ -157,6 +163,49 @@ void render_deepseek(SftExample& out, std::span<const ChatMessage> messages) {
   }
 }
 
+// Mistral's: the system turns (joined by blank lines) apart, then the rest with turns of one role
+// in a row joined by blank lines, which must start with a user turn and alternate.
+void render_mistral(SftExample& out, std::span<const ChatMessage> messages, bool v3) {
+  std::string system;
+  bool any_system = false;
+  std::vector<ChatMessage> turns;
+  for (const ChatMessage& m : messages) {
+    if (m.role == ChatRole::System) {
+      system += (any_system ? "\n\n" : "") + m.content;
+      any_system = true;
+    } else if (!turns.empty() && turns.back().role == m.role) {
+      turns.back().content += "\n\n" + m.content;
+    } else {
+      turns.push_back(m);
+    }
+  }
+  if (!turns.empty() && turns.front().role != ChatRole::User) {
+    throw UserError(fmt::format("chat template mistral-v{}: a conversation starts with a user turn "
+                                "(after any system turns)",
+                                v3 ? 3 : 1));
+  }
+  size_t last_user = 0;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    if (turns[i].role == ChatRole::User) last_user = i;
+  }
+  append(out, "<s>", false);
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const ChatMessage& m = turns[i];
+    if (m.role == ChatRole::User) {
+      const bool with_system = !system.empty() && i == (v3 ? last_user : 0);
+      append(out,
+             fmt::format("{}[INST] {}{}{}[/INST]", v3 ? "" : " ", with_system ? system + "\n\n" : "",
+                         m.content, v3 ? "" : " "),
+             false);
+    } else {
+      if (m.content.empty()) {
+        throw UserError(fmt::format("chat template mistral-v{}: an assistant turn is empty", v3 ? 3 : 1));
+      }
+      append(out, " " + m.content + "</s>", true);
+    }
+  }
+}
+
 std::string read_text(const fs::path& path, const char* what) {
   std::error_code ec;
   if (const auto size = fs::file_size(path, ec); !ec && size > (uintmax_t(1) << 24)) {
@@ -229,6 +278,11 @@ SftExample render_chat(std::span<const ChatMessage> messages, ChatTemplate chat_
       render_deepseek(out, messages);
       if (add_generation_prompt) append(out, "<｜Assistant｜><think>\n", false);
       break;
+    case ChatTemplate::MistralV1:
+    case ChatTemplate::MistralV3:
+      // A user turn ends in [/INST], which is the generation prompt already.
+      render_mistral(out, messages, chat_template == ChatTemplate::MistralV3);
+      break;
   }
   return out;
 }
@@ -237,6 +291,8 @@ std::string_view chat_turn_end(ChatTemplate t) {
   switch (t) {
     case ChatTemplate::Plain: return "\n";
     case ChatTemplate::DeepSeekR1: return "<｜end▁of▁sentence｜>";
+    case ChatTemplate::MistralV1:
+    case ChatTemplate::MistralV3: return "</s>";
     default: return "<|im_end|>";
   }
 }

@@ -45,11 +45,19 @@ struct ChatMessage {
 //                blank lines, then "<｜User｜>{content}" and "<｜Assistant｜>{content}
 //                <｜end▁of▁sentence｜>" (reasoning dropped); the generation prompt opens
 //                "<｜Assistant｜><think>\n".
-enum class ChatTemplate { ChatMl, Plain, Qwen25, Qwen3, DeepSeekR1 };
+//   mistral-v1:  Mistral's for its v1 SentencePiece tokenizer (Mistral 7B Instruct v0.1,
+//                Mixtral 8x7B Instruct), as mistral-common generates it: "<s>", then
+//                " [INST] {user} [/INST]" and " {assistant}</s>"; the system turns, joined by blank
+//                lines, open the first user turn; turns of one role in a row are joined by blank
+//                lines; no generation prompt. Scored " {assistant}</s>" (SentencePiece spells the
+//                space into the answer's first piece).
+//   mistral-v3:  the same for its v3 tokenizer (Mistral 7B Instruct v0.3): "[INST] {user}[/INST]",
+//                the system turns opening the last user turn.
+enum class ChatTemplate { ChatMl, Plain, Qwen25, Qwen3, DeepSeekR1, MistralV1, MistralV3 };
 
 std::string_view chat_template_name(ChatTemplate t);
 std::optional<ChatTemplate> chat_template_named(std::string_view name);
-// "chatml, plain, qwen2.5, qwen3, deepseek-r1".
+// "chatml, plain, qwen2.5, qwen3, deepseek-r1, mistral-v1, mistral-v3".
 std::string chat_template_names();
 
 // The transcript rendered by the template, adjacent segments of the same flag merged (so the

@@ -144,7 +144,8 @@ const std::vector<EnumName<ChatTemplate>>& enum_names() {
   static const std::vector<EnumName<ChatTemplate>> names{
       {ChatTemplate::ChatMl, "chatml"},         {ChatTemplate::Plain, "plain"},
       {ChatTemplate::Qwen25, "qwen2.5"},        {ChatTemplate::Qwen3, "qwen3"},
-      {ChatTemplate::DeepSeekR1, "deepseek-r1"}, {ChatTemplate::Auto, "auto"}};
+      {ChatTemplate::DeepSeekR1, "deepseek-r1"}, {ChatTemplate::MistralV1, "mistral-v1"},
+      {ChatTemplate::MistralV3, "mistral-v3"},   {ChatTemplate::Auto, "auto"}};
   return names;
 }
 

@@ -34,7 +34,7 @@ enum class LogLevel { Trace, Debug, Info, Warn, Error };
 // Jsonl, Mnli, Qqp: labelled text for a classifier. Sft (prompt/response pairs) and Chat
 // (message lists): a GPT language model trained on the responses. Seq2Seq: T5 source/target.
 enum class FinetuneFormat { Jsonl, Mnli, Qqp, Sft, Chat, Seq2Seq };
-enum class ChatTemplate { ChatMl, Plain, Qwen25, Qwen3, DeepSeekR1, Auto };  // data/chat_template.hpp
+enum class ChatTemplate { ChatMl, Plain, Qwen25, Qwen3, DeepSeekR1, MistralV1, MistralV3, Auto };  // data/chat_template.hpp
 
 struct ModelSection {
   Arch arch = Arch::Gpt;

@@ -468,7 +468,7 @@ std::vector<FieldSpec> other_fields() {
                     "chat: how turns become text: chatml (<|im_start|>role ... <|im_end|>), "
                     "plain (User: / Assistant: / System: lines), the families' own as "
                     "transformers' apply_chat_template renders them (qwen2.5, qwen3, "
-                    "deepseek-r1), or auto: the tokenizer's chat_template (data.tokenizer_model's "
+                    "deepseek-r1, mistral-v1, mistral-v3), or auto: the tokenizer's chat_template (data.tokenizer_model's "
                     "chat_template.jinja or tokenizer_config.json), recognised as one of those."));
     out.push_back(f("source_field", &S::source_field, "seq2seq: the field holding the source text."));
     out.push_back(f("target_field", &S::target_field, "seq2seq: the field holding the target text."));

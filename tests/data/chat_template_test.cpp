@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,9 @@ const fs::path kFixtures = fs::path(MEGATRON_SOURCE_DIR) / "tests/data";
 const std::map<std::string, ChatTemplate> kFixtureTemplate = {
     {"real_qwen2_5", ChatTemplate::Qwen25},
     {"real_qwen3", ChatTemplate::Qwen3},
-    {"real_deepseek_r1", ChatTemplate::DeepSeekR1}};
+    {"real_deepseek_r1", ChatTemplate::DeepSeekR1},
+    {"mistral_v1", ChatTemplate::MistralV1},
+    {"mistral_v3", ChatTemplate::MistralV3}};
 
 std::vector<ChatMessage> messages_of(const nlohmann::json& j) {
   std::vector<ChatMessage> out;
@@ -45,7 +48,13 @@ std::string text_of(const SftExample& e) {
   return out;
 }
 
+// The real tokenizers' templates from their tokenizer_config.json; Mistral's as mistral-common
+// generates them.
 std::string template_source(const std::string& fixture) {
+  if (fixture.starts_with("mistral_")) {
+    std::ifstream in(kFixtures / "chat_templates" / (fixture + ".jinja"), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
   std::ifstream in(kFixtures / "hf_tokenizers" / fixture / "tokenizer_config.json");
   return nlohmann::json::parse(in)["chat_template"];
 }
@@ -61,7 +70,7 @@ TEST(ChatTemplate, RendersEveryConversationAsTransformersDoesWithTheRealTemplate
         << j["template"] << ": " << j["messages"].dump();
     ++checked;
   }
-  EXPECT_EQ(checked, 30);
+  EXPECT_EQ(checked, 55);
 }
 
 TEST(ChatTemplate, EachReleasedTemplateIsRecognisedFromItsSource) {
@@ -90,10 +99,22 @@ TEST(ChatTemplate, TrainingScoresWhatTheAssistantSaysAndHowItEndsItsTurnOnly) {
             std::vector<std::string>{"<think>\n\n</think>\n\n4<|im_end|>"});
   EXPECT_EQ(scored(render_chat(messages, ChatTemplate::DeepSeekR1)),
             std::vector<std::string>{"4<｜end▁of▁sentence｜>"});
+  // Mistral's: the space before the answer too, as SentencePiece spells it into the first piece.
+  EXPECT_EQ(scored(render_chat(messages, ChatTemplate::MistralV3)), std::vector<std::string>{" 4</s>"});
+}
+
+TEST(ChatTemplate, MistralsRefuseWhatItsTemplateRaisesOn) {
+  for (const ChatTemplate t : {ChatTemplate::MistralV1, ChatTemplate::MistralV3}) {
+    const std::vector<ChatMessage> assistant_first = {{ChatRole::System, "s"}, {ChatRole::Assistant, "4"}};
+    EXPECT_THROW(render_chat(assistant_first, t), UserError);
+    const std::vector<ChatMessage> empty_answer = {{ChatRole::User, "2 + 2?"}, {ChatRole::Assistant, ""}};
+    EXPECT_THROW(render_chat(empty_answer, t), UserError);
+  }
 }
 
 TEST(ChatTemplate, NamesRoundTripAndAnUnknownOneIsRefusedWithTheList) {
-  for (const std::string name : {"chatml", "plain", "qwen2.5", "qwen3", "deepseek-r1"}) {
+  for (const std::string name :
+       {"chatml", "plain", "qwen2.5", "qwen3", "deepseek-r1", "mistral-v1", "mistral-v3"}) {
     EXPECT_EQ(chat_template_name(*chat_template_named(name)), name);
   }
   try {
@@ -101,7 +122,7 @@ TEST(ChatTemplate, NamesRoundTripAndAnUnknownOneIsRefusedWithTheList) {
     FAIL() << "accepted";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(), "chat template \"llama2\" is not one of chatml, plain, qwen2.5, qwen3, "
-                           "deepseek-r1 (or auto: the tokenizer's own)");
+                           "deepseek-r1, mistral-v1, mistral-v3 (or auto: the tokenizer's own)");
   }
 }
 
@@ -137,7 +158,7 @@ TEST(ChatTemplate, AutoWithoutARecognisedTemplateIsOneLineNamingTheTokenizer) {
   EXPECT_THAT(refusal(), ::testing::HasSubstr("has no chat_template"));
   std::ofstream(dir.path() / "chat_template.jinja") << "{{ messages[0]['content'] }}";
   EXPECT_THAT(refusal(), ::testing::HasSubstr("is none that megatron renders (chatml, plain, qwen2.5, "
-                                              "qwen3, deepseek-r1)"));
+                                              "qwen3, deepseek-r1, mistral-v1, mistral-v3)"));
   std::ofstream(dir.path() / "tokenizer_config.json") << R"({"chat_template": 3})";
   fs::remove(dir.path() / "chat_template.jinja");
   EXPECT_THAT(refusal(), ::testing::HasSubstr("chat_template must be a string"));
