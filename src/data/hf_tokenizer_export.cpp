@@ -5,8 +5,6 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "data/gpt2_bpe.hpp"
-#include "data/wordpiece.hpp"
 
 namespace megatron::data {
 namespace {
@@ -60,12 +58,11 @@ ojson header() {
 
 }  // namespace
 
-ojson gpt2_tokenizer_json(const std::string& vocab_json, const std::string& merges_txt) {
-  const auto tokenizer = load_gpt2_bpe(vocab_json, merges_txt);
+ojson gpt2_tokenizer_json(const Tokenizer& tokenizer, const std::string& merges_txt) {
   ojson j = header();
   ojson added = ojson::array();
-  if (const auto eod = tokenizer->special_tokens().eod) {
-    added.push_back(added_token(*eod, tokenizer->token_text(*eod)));
+  if (const auto eod = tokenizer.special_tokens().eod) {
+    added.push_back(added_token(*eod, tokenizer.token_text(*eod)));
   }
   j["added_tokens"] = added;
   j["normalizer"] = nullptr;
@@ -86,14 +83,13 @@ ojson gpt2_tokenizer_json(const std::string& vocab_json, const std::string& merg
                 {"fuse_unk", false},
                 {"byte_fallback", false},
                 {"ignore_merges", false},
-                {"vocab", vocab_of(*tokenizer)},
+                {"vocab", vocab_of(tokenizer)},
                 {"merges", merges_of(merges_txt)}};
   return j;
 }
 
-ojson wordpiece_tokenizer_json(const std::string& vocab_txt, bool lower_case) {
-  const auto tokenizer = load_wordpiece(vocab_txt, lower_case);
-  const SpecialTokens& s = tokenizer->special_tokens();
+ojson wordpiece_tokenizer_json(const Tokenizer& tokenizer, bool lower_case) {
+  const SpecialTokens& s = tokenizer.special_tokens();
   ojson j = header();
   // transformers' order: by id.
   std::vector<std::pair<int32_t, std::string>> specials;
@@ -123,10 +119,10 @@ ojson wordpiece_tokenizer_json(const std::string& vocab_txt, bool lower_case) {
   }
   j["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}};
   j["model"] = {{"type", "WordPiece"},
-                {"unk_token", tokenizer->token_text(*s.unk)},
+                {"unk_token", s.unk ? nlohmann::ordered_json(tokenizer.token_text(*s.unk)) : nullptr},
                 {"continuing_subword_prefix", "##"},
                 {"max_input_chars_per_word", 100},
-                {"vocab", vocab_of(*tokenizer)}};
+                {"vocab", vocab_of(tokenizer)}};
   return j;
 }
 

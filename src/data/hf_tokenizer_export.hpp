@@ -6,15 +6,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "data/tokenizer.hpp"
+
 namespace megatron::data {
 
-// GPT-2's byte-level BPE from its vocab.json and merges.txt (ByteLevel pre-tokenizer and
-// decoder, <|endoftext|> as a special added token). UserError when the files do not load as
-// `--tokenizer gpt2-bpe` loads them.
-nlohmann::ordered_json gpt2_tokenizer_json(const std::string& vocab_json, const std::string& merges_txt);
+// GPT-2's byte-level BPE (ByteLevel pre-tokenizer and decoder, <|endoftext|> as a special added
+// token): `loaded` is load_gpt2_bpe's tokenizer of vocab.json and `merges_txt`, which it has
+// checked, and gives the vocabulary; the merges are read from the file in rank order.
+nlohmann::ordered_json gpt2_tokenizer_json(const Tokenizer& loaded, const std::string& merges_txt);
 
-// BERT's WordPiece from its vocab.txt (BertNormalizer, lowercasing and accent stripping as
-// `lower_case` says; [CLS] A [SEP] B [SEP]). UserError when the file does not load.
-nlohmann::ordered_json wordpiece_tokenizer_json(const std::string& vocab_txt, bool lower_case);
+// BERT's WordPiece (BertNormalizer, lowercasing and accent stripping as `lower_case` says;
+// [CLS] A [SEP] B [SEP]): `loaded` is load_wordpiece's tokenizer of its vocab.txt.
+nlohmann::ordered_json wordpiece_tokenizer_json(const Tokenizer& loaded, bool lower_case);
 
 }  // namespace megatron::data

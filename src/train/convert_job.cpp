@@ -45,9 +45,19 @@ double elapsed_s(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The tokenizer files the checkpoint's recipe names, beside an exported model, so that
-// AutoTokenizer loads the directory. False (and a warning) when this machine lacks them.
-bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) {
+// What --to hf writes beside the model about its tokenizer, read and checked before anything is
+// written: the files the checkpoint's recipe names (when this machine has them), so that
+// AutoTokenizer loads the directory; tokenizer.json for the kinds megatron writes it for; the end
+// of document that generation_config.json names.
+struct HfTokenizerExport {
+  std::optional<ckpt::HfTokenizerFiles> files;  // none (and a warning) when this machine lacks them
+  int64_t positions = 0;                         // model_max_length
+  std::optional<nlohmann::ordered_json> json;    // tokenizer.json
+  std::optional<int64_t> eod;
+};
+
+HfTokenizerExport hf_tokenizer_export(const ckpt::CheckpointMeta& meta, const fs::path& dir) {
+  HfTokenizerExport out;
   const ckpt::HfTokenizerFiles files = ckpt::tokenizer_of_recipe(meta.recipe);
   std::error_code ec;
   for (const std::string& f : {files.vocab_file, files.merge_file, files.tokenizer_model}) {
@@ -56,7 +66,7 @@ bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) 
           "the tokenizer file {} is not on this machine: no tokenizer files written; "
           "AutoTokenizer will not load {}",
           printable(f), dir.string());
-      return false;
+      return out;
     }
   }
   if (files.kind == recipe::Tokenizer::Null ||
@@ -65,53 +75,35 @@ bool export_hf_tokenizer(const ckpt::CheckpointMeta& meta, const fs::path& dir) 
         "the checkpoint's recipe names no tokenizer files (data.vocab_file, merge_file or "
         "tokenizer_model): no tokenizer files written; AutoTokenizer will not load {}",
         dir.string());
-    return false;
+    return out;
   }
-  // model_max_length: the model's positions, as the checkpoint recorded them.
-  int64_t positions = 0;
-  if (const auto field = ckpt::model_field(meta, "model.max_position_embeddings")) {
-    std::from_chars(field->data(), field->data() + field->size(), positions);
-  }
-  ckpt::write_hf_tokenizer(files, dir, positions);
+  // Loaded as every job loads them: a damaged file is refused here, before the export writes.
+  const auto tokenizer = load_tokenizer({.type = std::string(recipe::name_of(files.kind)),
+                                         .files = {.vocab_file = files.vocab_file,
+                                                   .merge_file = files.merge_file,
+                                                   .tokenizer_model = files.tokenizer_model}});
+  if (const auto id = tokenizer->special_tokens().eod) out.eod = *id;
   // tokenizer.json too, as transformers writes it when it converts these files: the format
   // transformers 5 saves and tools that read it alone (a tokenizers-only pipeline) need.
-  std::optional<nlohmann::ordered_json> json;
   if (files.kind == recipe::Tokenizer::Gpt2Bpe) {
-    json = data::gpt2_tokenizer_json(files.vocab_file, files.merge_file);
+    out.json = data::gpt2_tokenizer_json(*tokenizer, files.merge_file);
   } else if (files.kind == recipe::Tokenizer::BertWordPieceLowerCase ||
              files.kind == recipe::Tokenizer::BertWordPieceCased) {
-    json = data::wordpiece_tokenizer_json(files.vocab_file,
-                                          files.kind == recipe::Tokenizer::BertWordPieceLowerCase);
+    out.json = data::wordpiece_tokenizer_json(*tokenizer,
+                                              files.kind == recipe::Tokenizer::BertWordPieceLowerCase);
   }
-  if (json) {
-    std::ofstream out(dir / "tokenizer.json", std::ios::binary);
-    out << json->dump(2) << "\n";
-    if (!out.flush()) throw RuntimeFailure("cannot write " + (dir / "tokenizer.json").string());
+  // model_max_length: the model's positions, as the checkpoint recorded them.
+  if (const auto field = ckpt::model_field(meta, "model.max_position_embeddings")) {
+    std::from_chars(field->data(), field->data() + field->size(), out.positions);
   }
-  return true;
+  out.files = files;
+  return out;
 }
 
-// generation_config.json for the recipe's generation section and the tokenizer's end of document
-// (when its files are here), so that transformers' generate() stops and samples where `megatron
-// generate` does. False when there is nothing to write.
-bool export_hf_generation_config(const ckpt::CheckpointMeta& meta,
-                                 const recipe::GenerationSection& generation, bool have_tokenizer,
-                                 const fs::path& dir) {
-  std::optional<int64_t> eod;
-  if (have_tokenizer) {
-    const ckpt::HfTokenizerFiles files = ckpt::tokenizer_of_recipe(meta.recipe);
-    const auto tokenizer = load_tokenizer({.type = std::string(recipe::name_of(files.kind)),
-                                           .files = {.vocab_file = files.vocab_file,
-                                                     .merge_file = files.merge_file,
-                                                     .tokenizer_model = files.tokenizer_model}});
-    if (const auto id = tokenizer->special_tokens().eod) eod = *id;
-  }
-  const nlohmann::json config = ckpt::hf_generation_config(generation, eod);
-  if (config.is_null()) return false;
-  std::ofstream out(dir / "generation_config.json");
-  out << config.dump(2) << "\n";
-  if (!out.flush()) throw RuntimeFailure("cannot write " + (dir / "generation_config.json").string());
-  return true;
+void write_json_file(const fs::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary);
+  out << text << "\n";
+  if (!out.flush()) throw RuntimeFailure("cannot write " + file.string());
 }
 
 // --to hf: the checkpoint's weights as a Hugging Face model directory.
@@ -128,23 +120,28 @@ void export_hf(const ConvertJob& a, std::optional<tensor::DType> dtype) {
   // The model the checkpoint's recipe describes, as every job reads it (plan::model_config).
   const recipe::CompiledRecipe compiled = compile_for_checkpoint(reader.meta(), dir, {});
   const model::ModelConfig config = plan::model_config(compiled.recipe, compiled.derived);
+  const HfTokenizerExport tokenizer = hf_tokenizer_export(reader.meta(), a.save);
+  // generation_config.json, so that transformers' generate() stops and samples where `megatron
+  // generate` does: only a causal language model generates (BERT does not; T5's config.json has
+  // its eos). Null when there is nothing to say.
+  const bool generates = compiled.recipe.model.arch == recipe::Arch::Gpt && compiled.derived.classes == 0;
+  const nlohmann::json generation =
+      generates ? ckpt::hf_generation_config(compiled.recipe.generation, tokenizer.eod) : nlohmann::json();
   const std::vector<fs::path> created = prepare_output_dir("--save", a.save);
-  bool tokenizer = false, generation = false;
   try {
     ckpt::export_hugging_face(reader, config, a.save, dtype);
-    tokenizer = export_hf_tokenizer(reader.meta(), a.save);
-    // Only a causal language model generates (BERT does not; T5's config.json has its eos).
-    if (compiled.recipe.model.arch == recipe::Arch::Gpt && compiled.derived.classes == 0) {
-      generation = export_hf_generation_config(reader.meta(), compiled.recipe.generation,
-                                               tokenizer, a.save);
+    if (tokenizer.files) {
+      ckpt::write_hf_tokenizer(*tokenizer.files, a.save, tokenizer.positions);
+      if (tokenizer.json) write_json_file(fs::path(a.save) / "tokenizer.json", tokenizer.json->dump(2));
     }
+    if (!generation.is_null()) write_json_file(fs::path(a.save) / "generation_config.json", generation.dump(2));
   } catch (...) {
     remove_created(created);
     throw;
   }
   std::cout << fmt::format("wrote {} (config.json, model.safetensors{}{}) from {} in {:.1f} s\n",
-                           a.save, tokenizer ? ", tokenizer files" : "",
-                           generation ? ", generation_config.json" : "", dir.string(),
+                           a.save, tokenizer.files ? ", tokenizer files" : "",
+                           generation.is_null() ? "" : ", generation_config.json", dir.string(),
                            elapsed_s(start));
 }
 

@@ -244,6 +244,23 @@ TEST(GenerateCli, AHuggingFaceExportCarriesItsTokenizerAndItsImportGeneratesWith
   EXPECT_EQ(greedy_text(ckpt.string(), 5), greedy_text(imported.string(), 5));
 }
 
+TEST(GenerateCli, AnExportWhoseTokenizerFileIsDamagedIsRefusedBeforeItWritesAnything) {
+  test_support::TempDir dir;
+  const fs::path vocab = dir.path() / "vocab.json", ckpt = dir.path() / "ckpt", hf = dir.path() / "hf";
+  fs::copy_file(std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json", vocab);
+  ASSERT_EQ(run_megatron("run --threads 1 recipes/gpt-tiny.yaml model.num_layers=1 training.train_iters=1 "
+                         "training.lr_warmup_iters=0 eval.interval=null data.vocab_file=" + vocab.string() +
+                         " data.merge_file=" + MEGATRON_SOURCE_DIR + "/data/tokenizers/gpt2/merges.txt "
+                         "checkpoint.save=" + ckpt.string() + " --run-dir " + (dir.path() / "run").string())
+                .exit_code,
+            0);
+  std::ofstream(vocab, std::ios::trunc) << R"({"!": 0, "\"": 7})";  // truncated, ids out of range
+  const CommandResult r = run_megatron("convert --to hf --load " + ckpt.string() + " --save " + hf.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(vocab.string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(hf)) << "no half-written model directory";
+}
+
 TEST(GenerateCli, AnExportWithoutTokenizerFilesSaysSoAndStillWritesTheModel) {
   test_support::TempDir dir;
   const CommandResult r = run_megatron("convert --to hf --load " + checkpoint().string() + " --save " +

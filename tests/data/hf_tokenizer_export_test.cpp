@@ -74,7 +74,7 @@ std::unique_ptr<HfTokenizer> reload(const nlohmann::ordered_json& j, const test_
 }
 
 TEST(HfTokenizerExport, Gpt2IsWrittenAsTransformersWritesIt) {
-  const nlohmann::ordered_json ours = gpt2_tokenizer_json(kGpt2Vocab, kGpt2Merges);
+  const nlohmann::ordered_json ours = gpt2_tokenizer_json(*load_gpt2_bpe(kGpt2Vocab, kGpt2Merges), kGpt2Merges);
   const json fixture = expected("gpt2");
   EXPECT_EQ(skeleton(ours, fixture), fixture);
   EXPECT_EQ(json::parse(ours["model"]["vocab"].dump()), json::parse(slurp(kGpt2Vocab)));
@@ -87,7 +87,7 @@ TEST(HfTokenizerExport, Gpt2IsWrittenAsTransformersWritesIt) {
 
 TEST(HfTokenizerExport, Gpt2ReadBackGivesTheNativeIdsOnEveryHeldOutText) {
   test_support::TempDir dir;
-  const auto exported = reload(gpt2_tokenizer_json(kGpt2Vocab, kGpt2Merges), dir);
+  const auto exported = reload(gpt2_tokenizer_json(*load_gpt2_bpe(kGpt2Vocab, kGpt2Merges), kGpt2Merges), dir);
   const auto native = load_gpt2_bpe(kGpt2Vocab, kGpt2Merges);
   const std::vector<std::string> texts = held_out_texts({"<|endoftext|>"});
   ASSERT_GE(texts.size(), 60u);
@@ -100,7 +100,7 @@ TEST(HfTokenizerExport, Gpt2ReadBackGivesTheNativeIdsOnEveryHeldOutText) {
 
 TEST(HfTokenizerExport, WordPieceIsWrittenAsTransformersWritesItLowercasedAndCased) {
   for (const bool lower : {true, false}) {
-    const nlohmann::ordered_json ours = wordpiece_tokenizer_json(kBertVocab, lower);
+    const nlohmann::ordered_json ours = wordpiece_tokenizer_json(*load_wordpiece(kBertVocab, lower), lower);
     const json fixture = expected(lower ? "bert_uncased" : "bert_cased");
     EXPECT_EQ(skeleton(ours, fixture), fixture) << lower;
     ASSERT_EQ(ours["model"]["vocab"].size(), 30522u);
@@ -111,7 +111,7 @@ TEST(HfTokenizerExport, WordPieceIsWrittenAsTransformersWritesItLowercasedAndCas
 TEST(HfTokenizerExport, WordPieceReadBackGivesTheNativeIdsOnEveryHeldOutText) {
   for (const bool lower : {true, false}) {
     test_support::TempDir dir;
-    const auto exported = reload(wordpiece_tokenizer_json(kBertVocab, lower), dir);
+    const auto exported = reload(wordpiece_tokenizer_json(*load_wordpiece(kBertVocab, lower), lower), dir);
     const auto native = load_wordpiece(kBertVocab, lower);
     const std::vector<std::string> texts = held_out_texts({"[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]"});
     ASSERT_GE(texts.size(), 60u);
