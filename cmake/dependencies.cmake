@@ -20,7 +20,9 @@ pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # Checkpoints: Debian's serial HDF5 (libhdf5-dev), 1.10 or later for virtual datasets.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5>=1.10)
-# `megatron serve`: Debian's cpp-httplib (libcpp-httplib-dev), a compiled library.
+# `megatron serve`'s HTTP layer: Boost.Beast over Boost.Asio, header-only (libboost-dev).
+find_package(Boost 1.74 REQUIRED)
+# The serve tests' HTTP client: Debian's cpp-httplib (libcpp-httplib-dev), a compiled library.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 # The CPU backend's GEMMs. Debian's OpenMP build of OpenBLAS shares the backend's OpenMP

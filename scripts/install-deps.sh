@@ -11,7 +11,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   libutf8proc-dev libsimdjson-dev libzstd-dev zlib1g-dev libsentencepiece-dev libpcre2-dev
-  libhdf5-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin libcpp-httplib-dev
+  libhdf5-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin libcpp-httplib-dev libboost-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
   # slurm-wlm and munge: the Slurm tests start a real Slurm on this machine (slurm-local.sh).

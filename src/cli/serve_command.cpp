@@ -1,6 +1,6 @@
 // `megatron serve CHECKPOINT [--port 5000] [--host 0.0.0.0] [--nproc N]`: the checkpoint's model
-// behind generate::serve (Megatron's `PUT /api`, OpenAI's `POST /v1/completions`); SIGINT or
-// SIGTERM stops the server after the request in hand.
+// behind generate::serve (Megatron's `PUT /api`, OpenAI's `POST /v1/completions` and
+// `/v1/chat/completions`); SIGINT or SIGTERM stops the server once the requests taken are answered.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +9,7 @@
 #include "cli/generation_model.hpp"
 #include "cli/limits.hpp"
 #include "core/error.hpp"
+#include "data/chat_template.hpp"
 #include "generate/server.hpp"
 
 namespace megatron::cli {
@@ -18,6 +19,9 @@ struct ServeArgs {
   ModelArgs model;
   generate::ServeOptions options;
   bool api_key_given = false;  // --api-key or MEGATRON_API_KEY, even if empty
+  std::string chat_template;   // a name, auto, or empty: the tokenizer's own when it has one
+  double request_timeout_s = 30.0;
+  double write_timeout_s = 30.0;
 };
 
 void run_serve(ServeArgs a) {
@@ -45,6 +49,16 @@ void run_serve(ServeArgs a) {
                       ": cannot write there; give a writable path");
     }
   });
+  if (!a.chat_template.empty()) {
+    a.options.chat_template = model.chat_template(a.chat_template);
+  } else {
+    try {  // the tokenizer's own, when it has one megatron renders
+      a.options.chat_template = model.chat_template("auto");
+    } catch (const UserError&) {
+    }
+  }
+  a.options.http.request_timeout = std::chrono::milliseconds(int64_t(a.request_timeout_s * 1000));
+  a.options.http.write_timeout = std::chrono::milliseconds(int64_t(a.write_timeout_s * 1000));
   if (a.options.model_name.empty())
     a.options.model_name = std::filesystem::path(model.checkpoint()).parent_path().filename().string();
   a.options.description = model.description();
@@ -56,7 +70,8 @@ void run_serve(ServeArgs a) {
 void add_serve_command(CLI::App& app, Actions& actions) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "Serve text generation over HTTP: Megatron's PUT /api and OpenAI's /v1/completions");
+      "serve", "Serve text generation over HTTP: Megatron's PUT /api, OpenAI's /v1/completions and "
+               "/v1/chat/completions (streamed or not), /health and /metrics");
   args->model.add_to(cmd);
   cmd->add_option("--port", args->options.port, "TCP port (default 5000; 0: any free one, logged)")
       ->check(CLI::Range(0, 65535));
@@ -70,6 +85,24 @@ void add_serve_command(CLI::App& app, Actions& actions) {
                   "Require `Authorization: Bearer KEY` on every request but GET /health (401 "
                   "otherwise); prefer the environment variable, which other users' ps cannot see")
       ->envname("MEGATRON_API_KEY");
+  cmd->add_option("--chat-template", args->chat_template,
+                  "How /v1/chat/completions renders messages: " + data::chat_template_names() +
+                      ", or auto (default: the tokenizer's own, when it has one; without a "
+                      "template chat requests are refused)");
+  cmd->add_option("--max-queue", args->options.max_queue,
+                  "Requests waiting at most; more are answered 503 with Retry-After (default 64)")
+      ->check(whole_number(1 << 20));
+  cmd->add_option("--max-connections", args->options.http.max_connections,
+                  "Connections open at most; more are answered 503 (default 256)")
+      ->check(whole_number(1 << 16));
+  cmd->add_option("--request-timeout", args->request_timeout_s,
+                  "Seconds a client has to send a whole request, headers and body, and a kept-alive "
+                  "connection may idle (408 past it; default 30)")
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--write-timeout", args->write_timeout_s,
+                  "Seconds a client has to take each part of an answer before it is disconnected "
+                  "(default 30)")
+      ->check(CLI::Range(0.1, 86400.0));
   actions.emplace_back(cmd, [args, cmd] {
     args->api_key_given = cmd->get_option("--api-key")->count() > 0 ||
                           std::getenv("MEGATRON_API_KEY") != nullptr;

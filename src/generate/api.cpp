@@ -1,5 +1,7 @@
 #include "generate/api.hpp"
 
+#include "generate/api_fields.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,63 +11,11 @@ namespace megatron::generate {
 namespace {
 
 using nlohmann::json;
-
-// Field readers: the field's value when present (null counts as absent), else the default.
-template <typename T>
-T get(const json& body, const char* field, T fallback) {
-  const auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return fallback;
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!it->is_boolean()) throw ApiError(fmt::format("{} must be a boolean", field));
-    return it->get<bool>();
-  } else if constexpr (std::is_integral_v<T>) {
-    if (!it->is_number_integer()) throw ApiError(fmt::format("{} must be an integer", field));
-    return it->get<T>();
-  } else {
-    if (!it->is_number()) throw ApiError(fmt::format("{} must be a number", field));
-    return it->get<T>();
-  }
-}
-
-// A seed field: absent or null, `fallback` (the server's fresh seed for the request); else a
-// whole number from 0 to 2^64 - 1, each a fixed seed. Anything else (negative, fractional,
-// past 2^64 - 1, which JSON parsers read as a fraction) is refused, never read as "random".
-uint64_t seed_field(const json& body, const char* field, uint64_t fallback) {
-  const auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return fallback;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_number_integer() && it->get<int64_t>() >= 0) return uint64_t(it->get<int64_t>());
-  throw ApiError(fmt::format("{} must be a whole number from 0 to 18446744073709551615 (leave it "
-                             "out for a random seed)",
-                             field));
-}
-
-void refuse_unknown(const json& body, const std::vector<std::string>& known, const char* api) {
-  for (const auto& [key, value] : body.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      throw ApiError(fmt::format("{} is not a field of {} requests", key, api));
-    }
-  }
-}
-
-std::vector<int32_t> fit(std::vector<int32_t> ids, size_t index, const ApiLimits& limits,
-                         int64_t max_tokens, const data::Tokenizer& tokenizer) {
-  if (ids.empty()) throw ApiError(fmt::format("prompt {} is empty", index));
-  for (const int32_t id : ids) {
-    if (id < 0 || id >= tokenizer.vocab_size()) {
-      throw ApiError(fmt::format("prompt {} has token {}, outside the vocabulary of {}", index, id,
-                                 tokenizer.vocab_size()));
-    }
-  }
-  const int64_t room = max_tokens > 0 ? limits.max_positions - 1 : limits.max_positions;
-  if (int64_t(ids.size()) > room) {
-    throw ApiError(fmt::format("prompt {} has {} tokens; the model reads {} positions, so at most "
-                               "{} fit{}",
-                               index, ids.size(), limits.max_positions, room,
-                               max_tokens > 0 ? " with tokens to generate" : ""));
-  }
-  return ids;
-}
+using api_fields::asks_sampling;
+using api_fields::fit;
+using api_fields::get;
+using api_fields::refuse_unknown;
+using api_fields::seed_field;
 
 // A token's text for segments and logprobs (bytes that are not UTF-8 on their own are
 // replaced when the answer is written).
@@ -79,16 +29,6 @@ std::optional<int32_t> single_token(const data::Tokenizer& t, const std::string&
   const std::vector<int32_t> ids = t.encode(text);
   if (ids.size() == 1) return ids[0];
   return std::nullopt;
-}
-
-// Whether a request chooses its own sampling; if not, the model's defaults (its recipe's
-// generation section) apply.
-bool asks_sampling(const json& body) {
-  for (const char* key : {"temperature", "top_k", "top_p"}) {
-    const auto it = body.find(key);
-    if (it != body.end() && !it->is_null()) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -186,29 +126,14 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
   if (!body.is_object()) throw ApiError("the request body must be a JSON object");
   refuse_unknown(body,
                  {"model", "prompt", "max_tokens", "temperature", "top_p", "n", "logprobs", "echo",
-                  "stop", "seed", "stream", "user", "best_of", "presence_penalty",
-                  "frequency_penalty", "top_k"},
+                  "stop", "seed", "stream", "stream_options", "user", "best_of",
+                  "presence_penalty", "frequency_penalty", "top_k"},
                  "POST /v1/completions");
   ApiRequest r{.api = Api::Completions};
   GenerateOptions& o = r.options;
   o.max_tokens = get<int64_t>(body, "max_tokens", 16);
   if (o.max_tokens < 0) throw ApiError("max_tokens must be at least 0");
-  const double temperature = get<double>(body, "temperature", 1.0);
-  if (!(temperature >= 0.0 && temperature <= 100.0)) throw ApiError("temperature must be from 0 to 100");
-  const double top_p = get<double>(body, "top_p", 1.0);
-  if (!(top_p > 0.0 && top_p <= 1.0)) throw ApiError("top_p must be greater than 0 and at most 1");
-  const int64_t top_k = get<int64_t>(body, "top_k", 0);
-  if (top_k < 0 || top_k > 1000) throw ApiError("top_k must be an integer from 0 to 1000");
-  if (top_k > 0 && top_p < 1.0) throw ApiError("cannot set both top_k and top_p");
-  // top_p 1 keeps every token.
-  o.sampling = sampling_for(temperature, top_k, top_p < 1.0 ? top_p : 0.0);
-  if (!asks_sampling(body) && limits.defaults.sampling) o.sampling = *limits.defaults.sampling;
-  if (get<int64_t>(body, "n", 1) != 1) throw ApiError("n must be 1: one completion per prompt");
-  if (get<int64_t>(body, "best_of", 1) != 1) throw ApiError("best_of must be 1");
-  if (get<bool>(body, "stream", false)) throw ApiError("stream is not supported: send stream=false");
-  if (get<double>(body, "presence_penalty", 0.0) != 0.0 || get<double>(body, "frequency_penalty", 0.0) != 0.0) {
-    throw ApiError("presence_penalty and frequency_penalty are not supported: send 0");
-  }
+  api_fields::read_openai_common(body, limits, seed, r);
   const auto logprobs = body.find("logprobs");
   if (logprobs != body.end() && !logprobs->is_null()) {
     if (!logprobs->is_number_integer() || logprobs->get<int64_t>() < 0 || logprobs->get<int64_t>() > 20) {
@@ -218,23 +143,11 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
     o.top_logprobs = logprobs->get<int64_t>();
   }
   r.echo = get<bool>(body, "echo", false);
-  if (r.echo && o.max_tokens == 0 && !r.want_logprobs) {
-    // Nothing to compute beyond the prompt's own text: still answered.
-  }
-  const auto stop = body.find("stop");
-  if (stop != body.end() && !stop->is_null()) {
-    if (stop->is_string()) {
-      o.stop.push_back(stop->get<std::string>());
-    } else if (stop->is_array() && stop->size() <= 4 &&
-               std::all_of(stop->begin(), stop->end(), [](const json& s) { return s.is_string(); })) {
-      for (const json& s : *stop) o.stop.push_back(s.get<std::string>());
-    } else {
-      throw ApiError("stop must be a string or a list of up to 4 strings");
-    }
+  if (r.stream && (r.want_logprobs || r.echo)) {
+    throw ApiError("stream cannot be combined with logprobs or echo: send stream=false for them");
   }
   o.eod = tokenizer.special_tokens().eod;
   o.end_tokens = limits.defaults.end_tokens;
-  o.seed = seed_field(body, "seed", seed);
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || prompt->is_null()) throw ApiError("prompt is required");
   // A string, a list of strings, a list of token ids, or a list of lists of token ids.
@@ -246,8 +159,8 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
   } else {
     throw ApiError("prompt must be a string, a list of strings, or token ids");
   }
-  if (int64_t(prompts.size()) > limits.max_prompts) {
-    throw ApiError(fmt::format("at most {} prompts per request", limits.max_prompts));
+  if (int64_t(prompts.size()) * r.n > limits.max_prompts) {
+    throw ApiError(fmt::format("at most {} completions per request (prompts times n)", limits.max_prompts));
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     const json& p = prompts[i];
@@ -268,7 +181,9 @@ ApiRequest parse_completions_request(const json& body, const data::Tokenizer& to
     } else {
       throw ApiError("prompt must be a string, a list of strings, or token ids");
     }
-    r.prompts.push_back(fit(std::move(ids), i, limits, o.max_tokens, tokenizer));
+    ids = fit(std::move(ids), i, limits, o.max_tokens, tokenizer);
+    for (int64_t c = 1; c < r.n; ++c) r.prompts.push_back(ids);
+    r.prompts.push_back(std::move(ids));
   }
   return r;
 }
@@ -294,11 +209,8 @@ json completions_response(const ApiRequest& request, const std::vector<Generated
                           const data::Tokenizer& tokenizer, const std::string& model, int64_t id,
                           int64_t created) {
   json choices = json::array();
-  int64_t prompt_tokens = 0, completion_tokens = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const Generated& g = results[i];
-    prompt_tokens += g.prompt_tokens;
-    completion_tokens += int64_t(g.tokens.size()) - g.prompt_tokens;
     const std::string prompt_text = tokenizer.decode(std::span(g.tokens.data(), size_t(g.prompt_tokens)));
     json choice{{"index", i},
                 {"text", request.echo ? prompt_text + g.text : g.text},
@@ -331,13 +243,38 @@ json completions_response(const ApiRequest& request, const std::vector<Generated
     }
     choices.push_back(std::move(choice));
   }
-  return {{"id", fmt::format("cmpl-{}", id)},
+  return {{"id", completion_id(Api::Completions, id)},
           {"object", "text_completion"},
           {"created", created},
           {"model", model},
           {"choices", choices},
-          {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
-                     {"total_tokens", prompt_tokens + completion_tokens}}}};
+          {"usage", usage_json(results)}};
+}
+
+std::string completion_id(Api api, int64_t id) {
+  return fmt::format("{}-{}", api == Api::Chat ? "chatcmpl" : "cmpl", id);
+}
+
+json usage_json(const std::vector<Generated>& results) {
+  int64_t prompt = 0, completion = 0;
+  for (const Generated& g : results) {
+    prompt += g.prompt_tokens;
+    completion += int64_t(g.tokens.size()) - g.prompt_tokens;
+  }
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+json completions_chunk(const StreamHeader& h, size_t index, const std::string& text,
+                       const std::string& finish_reason) {
+  return {{"id", h.id},
+          {"object", "text_completion"},
+          {"created", h.created},
+          {"model", h.model},
+          {"choices",
+           {{{"index", index},
+             {"text", text},
+             {"logprobs", nullptr},
+             {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}}}}};
 }
 
 }  // namespace megatron::generate

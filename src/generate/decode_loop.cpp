@@ -57,6 +57,10 @@ void decode(Stepper& stepper, std::vector<Sequence>& sequences, const LoopOption
       if (!sequences[i].done) live.push_back(i);
     }
     if (live.empty()) return;
+    if (o.cancelled && o.cancelled()) {
+      for (const size_t i : live) finish(sequences[i], "cancelled");
+      return;
+    }
     const StepScores scores = stepper.step(sequences, live);
     const auto row = [&](size_t j) {
       if (scores.logits.empty()) return std::span<const float>{};

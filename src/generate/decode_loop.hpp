@@ -66,6 +66,8 @@ struct LoopOptions {
   std::vector<int32_t> stop_tokens;  // stop a sequence and stay in it
   bool logprobs = false;             // record Sequence::logprobs
   int64_t top_logprobs = 0;          // and the n most likely tokens at each position
+  // Asked before each step: true stops every live sequence, "cancelled".
+  std::function<bool()> cancelled;
 };
 
 // Called after sequence i chose a token (an end token too, though its tokens leave it out);

@@ -177,7 +177,8 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
           .end_tokens = end_tokens,
           .stop_tokens = o.stop_tokens,
           .logprobs = o.logprobs,
-          .top_logprobs = o.top_logprobs},
+          .top_logprobs = o.top_logprobs,
+          .cancelled = o.cancelled},
          on_chosen);
 
   std::vector<Generated> out;

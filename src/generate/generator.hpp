@@ -30,6 +30,9 @@ struct GenerateOptions {
   std::vector<std::string> stop;     // strings that stop a sequence (cut from its text)
   bool logprobs = false;             // log-probability of every token after the first
   int64_t top_logprobs = 0;          // and the n most likely tokens at each such position
+  // Asked once per step on every rank (collective where it must agree across them): true stops
+  // every sequence where it is, "cancelled" (the client has gone).
+  std::function<bool()> cancelled;
 };
 
 struct Generated {
@@ -39,7 +42,7 @@ struct Generated {
   // With logprobs: for tokens[1..], the log-probability of each given what precedes it.
   std::vector<double> logprobs;
   std::vector<std::vector<std::pair<int32_t, double>>> top_logprobs;  // likewise
-  std::string finish_reason;  // "length" or "stop"
+  std::string finish_reason;  // "length", "stop" or "cancelled"
 };
 
 struct GenerateStats {

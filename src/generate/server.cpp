@@ -1,23 +1,23 @@
 #include "generate/server.hpp"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <fstream>
-#include <future>
 #include <mutex>
-#include <optional>
 #include <random>
-#include <thread>
 
 #include "core/error.hpp"
 #include "dist/broadcast_text.hpp"
 #include "dist/watchdog.hpp"
 #include "generate/api.hpp"
+#include "generate/chat_api.hpp"
+#include "generate/server_metrics.hpp"
+#include "generate/text_stream.hpp"
 #include "tensor/cpu_backend.hpp"
 
 namespace megatron::generate {
@@ -33,13 +33,7 @@ enum class Message : int64_t { Idle = 0, Request = 1, Stop = 2 };
 // stop's grace (a rank that SIGTERM finds blocked longer is ended as stuck).
 constexpr std::chrono::milliseconds kHeartbeat(100);
 
-// One request as every rank runs it: its format and body, with the seed rank 0 chose for it.
-struct Job {
-  Api api = Api::Megatron;
-  json body;
-  uint64_t seed = 0;
-  std::promise<json> answer;  // rank 0: the HTTP response's body
-};
+constexpr const char* kJson = "application/json";
 
 class Channel {
  public:
@@ -48,40 +42,35 @@ class Channel {
   // Rank 0: sends; the others: receive. Returns the message and its text.
   std::pair<Message, std::string> exchange(Message kind, const std::string& text) {
     if (!world_) return {kind, text};
+    return {Message(agree_value(int64_t(kind))), dist::broadcast_text(*world_, cpu_, text, 0)};
+  }
+  // Rank 0's flag, on every rank.
+  bool agree(bool flag) { return !world_ ? flag : agree_value(flag ? 1 : 0) != 0; }
+
+ private:
+  int64_t agree_value(int64_t value) {
     tensor::Tensor header = cpu_.empty({1}, tensor::DType::I64);
-    int64_t value = int64_t(kind);
     if (world_->rank() == 0) cpu_.write(header, &value);
     world_->broadcast(header, 0);
     cpu_.read(header, &value);
-    return {Message(value), dist::broadcast_text(*world_, cpu_, text, 0)};
+    return value;
   }
-
- private:
   dist::Communicator* world_;
   tensor::CpuBackend cpu_{1};
 };
 
-// The largest request body read. httplib 0.11 enforces its payload limit only on bodies that
-// state a Content-Length; a chunked body is read through read_bounded_body, which stops at it.
-constexpr size_t kMaxBodyBytes = size_t{64} << 20;
-
-// The body, or nullopt when it is longer than kMaxBodyBytes. Past the limit the rest is read and
-// dropped, never kept: memory stays bounded, and the client, still sending, gets its 413.
-std::optional<std::string> read_bounded_body(const httplib::ContentReader& reader) {
-  std::string body;
-  bool over = false;
-  const bool complete = reader([&](const char* data, size_t length) {
-    if (over || length > kMaxBodyBytes - body.size()) {
-      over = true;
-      body = std::string();  // released, not just cleared
-      return true;
-    }
-    body.append(data, length);
-    return true;
-  });
-  if (over || !complete) return std::nullopt;
-  return body;
-}
+// One request as every rank runs it: its format and body, with the number and seed rank 0 gave it.
+struct Job {
+  Api api = Api::Megatron;
+  json body;
+  uint64_t seed = 0;
+  int64_t id = 0;
+  // Rank 0 only:
+  std::string endpoint;
+  bool stream = false;
+  std::shared_ptr<HttpExchange> exchange;
+  Clock::time_point arrived;
+};
 
 // Whether `header` is "Bearer <key>", compared in time that does not depend on where they first
 // differ, so the key cannot be guessed a byte at a time from response times.
@@ -94,35 +83,142 @@ bool authorized(const std::string& header, const std::string& key) {
   return differ == 0;
 }
 
-json error_body(Api api, const std::string& message) {
-  if (api == Api::Completions) {
-    return {{"error", {{"message", message}, {"type", "invalid_request_error"}}}};
-  }
-  return {{"error", message}};
+json error_body(Api api, const std::string& message, const char* type = "invalid_request_error") {
+  if (api == Api::Megatron) return {{"error", message}};
+  return {{"error", {{"message", message}, {"type", type}}}};
 }
 
-// Every rank: the request parsed (rank 0 already checked it) and generated.
-json run_job(const Engine& engine, const ApiLimits& limits, Api api, const json& body,
-             uint64_t seed, const std::string& name, int64_t id) {
-  const auto begin = Clock::now();
-  const ApiRequest request =
-      api == Api::Megatron
-          ? parse_megatron_request(body, engine.tokenizer, limits, seed)
-          : parse_completions_request(body, engine.tokenizer, limits, seed);
-  GenerateStats stats;
-  const auto results = generate(engine, request.prompts, request.options, {}, &stats);
-  const double s = std::chrono::duration<double>(Clock::now() - begin).count();
-  if (request.log) {
-    spdlog::info("request {} ({}): {} prompt{}, {} tokens generated in {:.2f} s ({:.1f} tokens/s)", id,
-                 api == Api::Megatron ? "PUT /api" : "POST /v1/completions",
-                 request.prompts.size(), request.prompts.size() == 1 ? "" : "s",
-                 stats.decode_tokens, s, double(stats.decode_tokens) / std::max(s, 1e-9));
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+const char* api_name(Api api) {
+  switch (api) {
+    case Api::Megatron: return "PUT /api";
+    case Api::Completions: return "POST /v1/completions";
+    case Api::Chat: return "POST /v1/chat/completions";
   }
-  if (api == Api::Megatron) return megatron_response(request, results, engine.tokenizer);
-  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
-  return completions_response(request, results, engine.tokenizer, name, id, created);
+  return "";
+}
+
+struct Served {
+  const Engine& engine;
+  ApiLimits limits;
+  std::optional<data::ChatTemplate> chat_template;
+  std::string name;
+
+  ApiRequest parse(Api api, const json& body, uint64_t seed) const {
+    switch (api) {
+      case Api::Megatron: return parse_megatron_request(body, engine.tokenizer, limits, seed);
+      case Api::Completions: return parse_completions_request(body, engine.tokenizer, limits, seed);
+      case Api::Chat: return parse_chat_request(body, engine.tokenizer, limits, seed, chat_template);
+    }
+    throw std::logic_error("unknown API");
+  }
+
+  // Every rank: the request (parsed from the job) generated.
+  std::vector<Generated> run(const Job& job, const ApiRequest& request, const OnText& on_text,
+                             std::function<bool()> cancelled, GenerateStats& stats) const {
+    const auto begin = Clock::now();
+    GenerateOptions options = request.options;
+    options.cancelled = std::move(cancelled);
+    std::vector<Generated> results = generate(engine, request.prompts, options, on_text, &stats);
+    const double s = std::chrono::duration<double>(Clock::now() - begin).count();
+    if (request.log) {
+      spdlog::info("request {} ({}): {} prompt{}, {} tokens generated in {:.2f} s ({:.1f} tokens/s)",
+                   job.id, api_name(job.api), request.prompts.size(),
+                   request.prompts.size() == 1 ? "" : "s", stats.decode_tokens, s,
+                   double(stats.decode_tokens) / std::max(s, 1e-9));
+    }
+    return results;
+  }
+
+  json answer(const Job& job, const ApiRequest& request, const std::vector<Generated>& results) const {
+    switch (job.api) {
+      case Api::Megatron: return megatron_response(request, results, engine.tokenizer);
+      case Api::Completions:
+        return completions_response(request, results, engine.tokenizer, name, job.id, unix_now());
+      case Api::Chat: return chat_response(request, results, engine.tokenizer, name, job.id, unix_now());
+    }
+    return {};
+  }
+};
+
+// Rank 0's streamed answer: server-sent events in OpenAI's chunk shapes, then [DONE].
+class EventStream {
+ public:
+  EventStream(const Job& job, const ApiRequest& request, const std::string& model)
+      : job_(job), header_{completion_id(job.api, job.id), unix_now(), model} {
+    for (size_t i = 0; i < request.prompts.size(); ++i) texts_.emplace_back(request.options.stop);
+    job_.exchange->start_stream(200, "text/event-stream");
+    if (job_.api == Api::Chat) {
+      for (size_t i = 0; i < texts_.size(); ++i) event(chunk(i, {{"role", "assistant"}, {"content", ""}}, ""));
+    }
+  }
+  void grew(size_t i, const std::string& text) {
+    const std::string part = texts_[i].next(text);
+    if (!part.empty()) event(chunk(i, text_delta(part), ""));
+  }
+  void finish(const ApiRequest& request, const std::vector<Generated>& results) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::string part = texts_[i].rest(results[i].text);
+      if (!part.empty()) event(chunk(i, text_delta(part), ""));
+      event(chunk(i, job_.api == Api::Chat ? json::object() : json(""), results[i].finish_reason));
+    }
+    if (request.stream_usage) {
+      event({{"id", header_.id},
+             {"object", job_.api == Api::Chat ? "chat.completion.chunk" : "text_completion"},
+             {"created", header_.created},
+             {"model", header_.model},
+             {"choices", json::array()},
+             {"usage", usage_json(results)}});
+    }
+    done();
+  }
+  void fail(const std::string& message) {
+    event(error_body(job_.api, message, "server_error"));
+    done();
+  }
+
+ private:
+  json text_delta(const std::string& part) const {
+    return job_.api == Api::Chat ? json{{"content", part}} : json(part);
+  }
+  json chunk(size_t i, const json& delta, const std::string& finish_reason) const {
+    return job_.api == Api::Chat ? chat_chunk(header_, i, delta, finish_reason)
+                                 : completions_chunk(header_, i, delta.get<std::string>(), finish_reason);
+  }
+  void event(const json& data) { job_.exchange->send("data: " + dump(data) + "\n\n"); }
+  void done() {
+    job_.exchange->send("data: [DONE]\n\n");
+    job_.exchange->finish();
+  }
+  const Job& job_;
+  StreamHeader header_;
+  std::vector<TextStream> texts_;
+};
+
+void serve_other_rank(const Served& served, Channel& channel) {
+  while (true) {
+    auto [kind, text] = channel.exchange(Message::Idle, "");
+    if (kind == Message::Stop) return;
+    if (kind != Message::Request) continue;
+    const json message = json::parse(text);
+    Job job{.api = Api(message["api"].get<int>()),
+            .body = message["body"],
+            .seed = message["seed"].get<uint64_t>(),
+            .id = message["id"].get<int64_t>()};
+    GenerateStats stats;
+    try {  // a request that fails fails on every rank alike: rank 0 answers 500, all go on
+      served.run(job, served.parse(job.api, job.body, job.seed), {},
+                 [&] { return channel.agree(false); }, stats);
+    } catch (const std::invalid_argument&) {
+    } catch (const ApiError&) {
+    }
+  }
 }
 
 }  // namespace
@@ -131,126 +227,164 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   // A grace of seconds, not training's half second: under mpirun a Ctrl-C reaches mpirun too,
   // which tears the job down while the ranks finalize, and MPI_Finalize then takes that long.
   dist::enable_graceful_stop(std::chrono::seconds(3));
-  const ApiLimits limits{.max_positions = engine.max_positions, .max_prompts = a.max_prompts,
-                         .defaults = engine.defaults};
-  const std::string& name = a.model_name;
+  const Served served{.engine = engine,
+                      .limits = {.max_positions = engine.max_positions, .max_prompts = a.max_prompts,
+                                 .defaults = engine.defaults},
+                      .chat_template = a.chat_template,
+                      .name = a.model_name};
   Channel channel(world);
-  int64_t served = 0;
+  if (world && world->rank() != 0) return serve_other_rank(served, channel);
 
-  if (world && world->rank() != 0) {
-    while (true) {
-      auto [kind, text] = channel.exchange(Message::Idle, "");
-      if (kind == Message::Stop) return;
-      if (kind != Message::Request) continue;
-      const json job = json::parse(text);
-      try {  // a request that fails fails on every rank alike: rank 0 answers 500, all go on
-        run_job(engine, limits, Api(job["api"].get<int>()), job["body"],
-                job["seed"].get<uint64_t>(), name, ++served);
-      } catch (const std::invalid_argument&) {
-      } catch (const ApiError&) {
-      }
-    }
-  }
-
+  ServerMetrics metrics;
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::shared_ptr<Job>> queue;
+  std::atomic<bool> draining{false};
   std::random_device entropy;
   uint64_t next_seed = (uint64_t(entropy()) << 32) | entropy();
+  int64_t next_id = 0;
 
-  httplib::Server server;
-  server.set_payload_max_length(kMaxBodyBytes);  // bodies with a Content-Length: 413 unread
-  const auto handle = [&](Api api) {
-    return [&, api](const httplib::Request&, httplib::Response& res,
-                    const httplib::ContentReader& reader) {
-      const std::optional<std::string> text = read_bounded_body(reader);
-      if (!text) {
-        res.status = 413;
-        res.set_content(error_body(api, fmt::format("the request body is over {} MiB",
-                                                    kMaxBodyBytes >> 20)).dump(),
-                        "application/json");
-        return;
-      }
-      auto job = std::make_shared<Job>();
-      job->api = api;
-      try {
-        job->body = json::parse(*text);
-        std::lock_guard lock(mutex);
-        job->seed = next_seed++;
-      } catch (const json::exception&) {
-        res.status = 400;
-        res.set_content(error_body(api, "the request body is not JSON").dump(), "application/json");
-        return;
-      }
-      try {  // checked here, so that a bad request never reaches the other ranks
-        if (api == Api::Megatron) {
-          parse_megatron_request(job->body, engine.tokenizer, limits, job->seed);
-        } else {
-          parse_completions_request(job->body, engine.tokenizer, limits, job->seed);
-        }
-      } catch (const ApiError& e) {
-        res.status = 400;
-        res.set_content(error_body(api, e.what()).dump(), "application/json");
-        return;
-      }
-      std::future<json> answer = job->answer.get_future();
-      {
-        std::lock_guard lock(mutex);
-        queue.push_back(job);
-      }
-      ready.notify_one();
-      try {
-        res.set_content(answer.get().dump(-1, ' ', false, json::error_handler_t::replace),
-                        "application/json");
-      } catch (const std::exception& e) {
-        res.status = 500;
-        res.set_content(error_body(api, e.what()).dump(), "application/json");
-      }
-    };
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const auto reply = [&](HttpExchange& ex, const std::string& endpoint, Clock::time_point arrived,
+                         int status, const std::string& type, std::string body, HttpHeaders headers = {}) {
+    ex.respond(status, type, std::move(body), std::move(headers));
+    metrics.answered(endpoint, status, since(arrived));
   };
-  // GET /health answers without a key: load balancers and supervisors probe it.
-  server.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  if (!a.api_key.empty()) {
-    server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/health" || authorized(req.get_header_value("Authorization"), a.api_key)) {
-        return httplib::Server::HandlerResponse::Unhandled;
-      }
-      res.status = 401;
-      res.set_header("WWW-Authenticate", "Bearer");
-      res.set_content(json{{"error", {{"message", "a valid API key is required: send the header "
-                                                  "Authorization: Bearer <key>"},
-                                      {"type", "invalid_request_error"},
-                                      {"code", "invalid_api_key"}}}}.dump(),
-                      "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    });
+
+  const auto enqueue = [&](Api api, const std::string& endpoint, const HttpRequest& req,
+                           const std::shared_ptr<HttpExchange>& ex, Clock::time_point arrived) {
+    const auto refuse = [&](int status, const std::string& message, HttpHeaders headers = {}) {
+      reply(*ex, endpoint, arrived, status, kJson, dump(error_body(api, message)), std::move(headers));
+    };
+    if (draining) return refuse(503, "the server is shutting down", {{"Retry-After", "5"}});
+    auto job = std::make_shared<Job>(
+        Job{.api = api, .endpoint = endpoint, .exchange = ex, .arrived = arrived});
+    try {
+      job->body = json::parse(req.body);
+    } catch (const json::exception&) {
+      return refuse(400, "the request body is not JSON");
+    }
+    {
+      std::lock_guard lock(mutex);
+      job->seed = next_seed++;
+    }
+    try {  // checked here, so that a bad request never reaches the queue or the other ranks
+      job->stream = served.parse(api, job->body, job->seed).stream;
+    } catch (const ApiError& e) {
+      return refuse(400, e.what());
+    }
+    std::unique_lock lock(mutex);
+    if (int64_t(queue.size()) >= a.max_queue) {
+      lock.unlock();
+      return refuse(503, fmt::format("the server is busy: {} requests are waiting; try again shortly",
+                                     a.max_queue),
+                    {{"Retry-After", "1"}});
+    }
+    job->id = ++next_id;
+    queue.push_back(job);
+    metrics.queue(int64_t(queue.size()), 1);
+    lock.unlock();
+    ready.notify_one();
+  };
+
+  const auto handle = [&](HttpRequest req, std::shared_ptr<HttpExchange> ex) {
+    const auto arrived = Clock::now();
+    if (!a.api_key.empty() && req.path != "/health" && !authorized(req.header("Authorization"), a.api_key)) {
+      return reply(*ex, req.path, arrived, 401, kJson,
+                   json{{"error", {{"message", "a valid API key is required: send the header "
+                                               "Authorization: Bearer <key>"},
+                                   {"type", "invalid_request_error"},
+                                   {"code", "invalid_api_key"}}}}.dump(),
+                   {{"WWW-Authenticate", "Bearer"}});
+    }
+    struct Route {
+      const char* path;
+      const char* method;
+      const char* endpoint;
+    };
+    static constexpr Route kRoutes[] = {
+        {"/health", "GET", "/health"},
+        {"/metrics", "GET", "/metrics"},
+        {"/v1/models", "GET", "/v1/models"},
+        {"/api", "PUT", "/api"},
+        {"/v1/completions", "POST", "/v1/completions"},
+        {"/completions", "POST", "/v1/completions"},
+        {"/v1/chat/completions", "POST", "/v1/chat/completions"},
+        {"/chat/completions", "POST", "/v1/chat/completions"},
+    };
+    const Route* route = nullptr;
+    for (const Route& r : kRoutes) {
+      if (req.path == r.path) route = &r;
+    }
+    if (!route) {
+      return reply(*ex, "other", arrived, 404, kJson,
+                   dump(error_body(Api::Completions, "no such endpoint: " + req.path)));
+    }
+    const std::string endpoint = route->endpoint;
+    if (req.method != route->method) {
+      return reply(*ex, endpoint, arrived, 405, kJson,
+                   dump(error_body(Api::Completions, fmt::format("{} takes {} only", req.path, route->method))),
+                   {{"Allow", route->method}});
+    }
+    if (endpoint == "/health") {
+      if (draining) return reply(*ex, endpoint, arrived, 503, kJson, R"({"status":"draining"})");
+      return reply(*ex, endpoint, arrived, 200, kJson, R"({"status":"ok"})");
+    }
+    if (endpoint == "/metrics") {
+      return reply(*ex, endpoint, arrived, 200, "text/plain; version=0.0.4; charset=utf-8",
+                   metrics.prometheus());
+    }
+    if (endpoint == "/v1/models") {
+      return reply(*ex, endpoint, arrived, 200, kJson,
+                   dump(json{{"object", "list"},
+                             {"data", {{{"id", a.model_name}, {"object", "model"}, {"owned_by", "megatron"}}}}}));
+    }
+    const Api api = endpoint == "/api" ? Api::Megatron
+                    : endpoint == "/v1/completions" ? Api::Completions
+                                                    : Api::Chat;
+    enqueue(api, endpoint, req, ex, arrived);
+  };
+
+  std::optional<HttpServer> listening;
+  try {
+    listening.emplace(a.host, a.port, a.http, handle);
+  } catch (...) {
+    channel.exchange(Message::Stop, "");  // the other ranks are waiting for requests
+    throw;
   }
-  server.Put("/api", handle(Api::Megatron));
-  server.Post("/v1/completions", handle(Api::Completions));
-  server.Post("/completions", handle(Api::Completions));
-  server.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"object", "list"}, {"data", {{{"id", name}, {"object", "model"}, {"owned_by", "megatron"}}}}}.dump(),
-                    "application/json");
-  });
-  const int port = a.port == 0 ? server.bind_to_any_port(a.host) : (server.bind_to_port(a.host, a.port) ? a.port : -1);
-  if (port < 0) {
-    channel.exchange(Message::Stop, "");
-    throw UserError(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine): "
-                                "give another --port or --host",
-                                a.host, a.port));
-  }
-  std::thread listener([&] { server.listen_after_bind(); });
+  HttpServer& http = *listening;
+  // The exchanges queued hold the server's connections: released before it goes, however
+  // serving ends.
+  struct Release {
+    HttpServer& http;
+    std::mutex& mutex;
+    std::deque<std::shared_ptr<Job>>& queue;
+    ~Release() {
+      http.stop();
+      std::lock_guard lock(mutex);
+      queue.clear();
+    }
+  } release{http, mutex, queue};
+  http.start();
   spdlog::info("megatron serve {}", a.description);
-  spdlog::info("serving {} on http://{}:{}: PUT /api (Megatron), POST /v1/completions (OpenAI), "
-               "GET /health; {}; Ctrl-C stops",
-               name, a.host, port,
+  spdlog::info("serving {} on http://{}:{}: PUT /api (Megatron), POST /v1/completions and "
+               "/v1/chat/completions (OpenAI; {}), GET /health and /metrics; {}; Ctrl-C stops",
+               a.model_name, a.host, http.port(),
+               a.chat_template ? "chat template " + std::string(data::chat_template_name(*a.chat_template))
+                               : std::string("no chat template"),
                a.api_key.empty() ? "no API key (--api-key or MEGATRON_API_KEY asks for one)"
                                  : "requests need the API key");
-  if (!a.port_file.empty()) std::ofstream(a.port_file) << port << "\n";
+  if (!a.port_file.empty()) std::ofstream(a.port_file) << http.port() << "\n";
 
-  while (dist::stop_signal() == 0) {
+  int64_t answered = 0;
+  while (true) {
+    if (!draining && dist::stop_signal() != 0) {
+      draining = true;
+      http.stop_accepting();
+      std::lock_guard lock(mutex);
+      spdlog::info("stopping: finishing {} queued request{} first (a second Ctrl-C ends at once)",
+                   queue.size(), queue.size() == 1 ? "" : "s");
+    }
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mutex);
@@ -259,28 +393,62 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
         job = queue.front();
         queue.pop_front();
       }
+      metrics.queue(int64_t(queue.size()), job ? 1 : 0);
+      if (!job && draining) break;
     }
     if (!job) {
       channel.exchange(Message::Idle, "");
       continue;
     }
-    const json message{{"api", int(job->api)}, {"body", job->body}, {"seed", job->seed}};
+    if (job->exchange->gone()) {  // never run: its client left while it waited
+      metrics.abandoned();
+      spdlog::info("request {}: its client left before it ran; dropped", job->id);
+      continue;
+    }
+    const json message{{"api", int(job->api)}, {"body", job->body}, {"seed", job->seed}, {"id", job->id}};
     channel.exchange(Message::Request, message.dump());
+    std::optional<EventStream> events;
+    GenerateStats stats;
+    const auto cancelled = [&] { return channel.agree(job->exchange->gone()); };
     try {
-      job->answer.set_value(run_job(engine, limits, job->api, job->body, job->seed, name, ++served));
-    } catch (...) {
-      job->answer.set_exception(std::current_exception());
+      const OnText on_text = [&](size_t i, const std::string& text) {
+        if (events) events->grew(i, text);
+      };
+      const ApiRequest request = served.parse(job->api, job->body, job->seed);
+      if (job->stream) events.emplace(*job, request, a.model_name);
+      const std::vector<Generated> results =
+          served.run(*job, request, job->stream ? on_text : OnText{}, cancelled, stats);
+      metrics.kv_cache(stats.kv_cache_bytes);
+      int64_t prompt = 0, generated = 0;
+      for (const Generated& g : results) {
+        prompt += g.prompt_tokens;
+        generated += int64_t(g.tokens.size()) - g.prompt_tokens;
+      }
+      metrics.tokens(prompt, generated);
+      if (!results.empty() && results[0].finish_reason == "cancelled") {
+        metrics.abandoned();
+        spdlog::info("request {}: its client left after {} tokens; stopped", job->id, generated);
+        continue;
+      }
+      if (events) {
+        events->finish(request, results);
+        metrics.answered(job->endpoint, 200, since(job->arrived));
+      } else {
+        reply(*job->exchange, job->endpoint, job->arrived, 200, kJson, dump(served.answer(*job, request, results)));
+      }
+      ++answered;
+    } catch (const std::exception& e) {
+      if (events) {
+        events->fail(e.what());
+        metrics.answered(job->endpoint, 200, since(job->arrived));
+      } else {
+        reply(*job->exchange, job->endpoint, job->arrived, 500, kJson,
+              dump(error_body(job->api, e.what(), "server_error")));
+      }
     }
   }
-  spdlog::info("stopping: {} request{} served", served, served == 1 ? "" : "s");
-  channel.exchange(Message::Stop, "");  // first: the other ranks are waiting in a broadcast
-  server.stop();
-  listener.join();
-  {
-    std::lock_guard lock(mutex);
-    for (auto& job : queue) job->answer.set_exception(std::make_exception_ptr(std::runtime_error("the server stopped")));
-  }
+  spdlog::info("stopped: {} request{} answered", answered, answered == 1 ? "" : "s");
+  channel.exchange(Message::Stop, "");  // the other ranks are waiting in a broadcast
 }
-
 
 }  // namespace megatron::generate

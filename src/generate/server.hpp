@@ -1,14 +1,19 @@
-// The text generation server: Megatron's `PUT /api` and an OpenAI-style `POST /v1/completions`
-// (also at `/completions`), answered one request at a time in arrival order. Rank 0 serves HTTP;
-// every rank runs each request's generation, which rank 0 hands them with a broadcast.
+// The text generation server: Megatron's `PUT /api`, OpenAI's `POST /v1/completions` and
+// `POST /v1/chat/completions` (also without /v1), streamed or not, with GET /health, /metrics and
+// /v1/models; requests queue (bounded) and run one at a time in arrival order. Rank 0 serves HTTP
+// (http_server.hpp); every rank runs each request's generation, which rank 0 hands them with a
+// broadcast, and a request whose client has gone stops, queued or running.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "data/chat_template.hpp"
 #include "dist/communicator.hpp"
 #include "generate/generator.hpp"
+#include "generate/http_server.hpp"
 
 namespace megatron::generate {
 
@@ -22,10 +27,14 @@ struct ServeOptions {
   // When set, every request but GET /health must carry `Authorization: Bearer <api_key>`; others
   // get 401 (so a server on a shared network is not open to everyone on it).
   std::string api_key;
+  // Chat completions render messages with it; without one they are refused.
+  std::optional<data::ChatTemplate> chat_template;
+  int64_t max_queue = 64;  // requests waiting at most; more are answered 503
+  HttpLimits http;
 };
 
-// Serves `engine`'s model until SIGINT or SIGTERM (dist::stop_signal), then finishes the request
-// in hand and returns. `world`: every rank of the model (null for one process); each calls serve.
+// Serves `engine`'s model until SIGINT or SIGTERM (dist::stop_signal), then stops taking
+// requests (503), finishes the ones queued and running, and returns. `world`: every rank of the model (null for one process); each calls serve.
 // A bad request gets HTTP 400 and a JSON error, a failing one 500; UserError when rank 0 cannot
 // listen on the host and port.
 void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& options);

@@ -1,7 +1,8 @@
 // `megatron serve` as clients use it: a server on a loopback port answering real HTTP on
 // Megatron's PUT /api and OpenAI's POST /v1/completions (the request lm-evaluation-harness's
-// local-completions sends to score a continuation), HTTP 400 with a JSON error for malformed
-// requests while it keeps serving, and Ctrl-C (SIGINT) stopping it cleanly.
+// local-completions sends to score a continuation) and /v1/chat/completions, streamed as
+// server-sent events or whole, its metrics, HTTP 400 with a JSON error for malformed requests
+// while it keeps serving, and Ctrl-C (SIGINT) stopping it cleanly.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 
 #include "cli/gpt2_checkpoint.hpp"
 #include "cli/run_command.hpp"
+#include "cli/test_server.hpp"
 #include "cli/tiny_job.hpp"
 #include "support/temp_dir.hpp"
 
@@ -28,66 +30,8 @@ using nlohmann::json;
 
 const fs::path& checkpoint() { return gpt2_checkpoint(); }
 
-// A server on a free loopback port for the test's lifetime.
-class Server {
- public:
-  explicit Server(const std::string& extra = "") {
-    const fs::path port_file = dir_.path() / "port";
-    const std::string command = std::string("cd '") + MEGATRON_SOURCE_DIR + "' && " + mpi_sanitizer_env() + " exec '" +
-                                MEGATRON_BINARY + "' serve " + checkpoint().string() + kGpt2 +
-                                " --threads 1 --host 127.0.0.1 --port 0 --port-file " +
-                                port_file.string() + " " + extra + " >" + (dir_.path() / "out").string() +
-                                " 2>" + (dir_.path() / "err").string();
-    const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-    EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
-    for (int i = 0; i < 600 && port_ == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {  // it ended before listening
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      const std::string text = slurp(port_file);
-      if (!text.empty() && text.back() == '\n') port_ = std::stoi(text);
-    }
-    if (port_ == 0) ADD_FAILURE() << "the server did not start: " << err();
-  }
-  ~Server() {
-    if (pid_ > 0 && exit_code_ < 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(120, 0);
-    return c;
-  }
-  // Sends `signal` and waits for the exit code.
-  int stop(int signal) {
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_;
-  }
-  std::string err() const { return slurp(dir_.path() / "err"); }
-
- private:
-  test_support::TempDir dir_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int exit_code_ = -1;
-};
-
-json send(httplib::Client& c, const std::string& method, const std::string& path, const std::string& body,
-          int expect_status) {
-  const auto res = method == "PUT" ? c.Put(path, body, "application/json") : c.Post(path, body, "application/json");
-  EXPECT_TRUE(res) << method << " " << path << ": no answer";
-  if (!res) return {};
-  EXPECT_EQ(res->status, expect_status) << body << "\n" << res->body;
-  return json::parse(res->body);
-}
+using test_server::Server;
+using test_server::send;
 
 TEST(ServeCli, MegatronsPutApiGeneratesTextSegmentsAndLogprobs) {
   Server server;
@@ -193,8 +137,9 @@ TEST(ServeCli, MalformedRequestsGetA400AndTheServerKeepsServing) {
       {"PUT", "/api", "[]", "JSON object"},
       {"POST", "/v1/completions", R"({"max_tokens": 3})", "prompt is required"},
       {"POST", "/v1/completions", R"({"prompt": [[1, 99999999]]})", "outside the vocabulary"},
-      {"POST", "/v1/completions", R"({"prompt": "a", "n": 2})", "n must be 1"},
-      {"POST", "/v1/completions", R"({"prompt": "a", "stream": true})", "stream"},
+      {"POST", "/v1/completions", R"({"prompt": "a", "n": 17})", "n must be an integer from 1 to 16"},
+      {"POST", "/v1/completions", R"({"prompt": "a", "stream": true, "logprobs": 1})", "stream cannot be combined"},
+      {"POST", "/v1/completions", R"({"prompt": "a", "stream_options": {"include_usage": true}})", "only allowed when stream"},
       {"POST", "/v1/completions", R"({"prompt": "a", "max_tokens": "many"})", "integer"},
       {"POST", "/v1/completions", R"({"prompt": "a", "made_up": 1})", "made_up"},
       {"POST", "/v1/completions", R"({"prompt": "a", "seed": -5})", "seed must be a whole number from 0"},
@@ -303,12 +248,184 @@ TEST(ServeCli, ConcurrentRequestsAreQueuedAndEachGetsItsOwnAnswer) {
   }
 }
 
+// The events of a streamed answer: each `data:` line's JSON, and whether [DONE] ended them.
+struct Events {
+  std::vector<json> chunks;
+  bool done = false;
+};
+
+Events events_of(const std::string& body) {
+  Events e;
+  size_t at = 0;
+  while (at < body.size()) {
+    const size_t end = body.find("\n\n", at);
+    EXPECT_NE(end, std::string::npos) << "an event does not end in a blank line: " << body.substr(at);
+    if (end == std::string::npos) break;
+    const std::string event = body.substr(at, end - at);
+    at = end + 2;
+    EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+    EXPECT_FALSE(e.done) << "an event after [DONE]";
+    if (event == "data: [DONE]") {
+      e.done = true;
+    } else {
+      e.chunks.push_back(json::parse(event.substr(6)));
+    }
+  }
+  return e;
+}
+
+httplib::Result post_stream(httplib::Client& c, const std::string& path, const json& body) {
+  auto res = c.Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(res) << "no answer";
+  if (res) {
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  }
+  return res;
+}
+
+TEST(ServeCli, StreamedCompletionsArriveAsEventsThatJoinIntoTheWholeAnswer) {
+  Server server;
+  auto c = server.client();
+  const json body{{"prompt", {"It is a truth", "She"}}, {"max_tokens", 12}, {"temperature", 0}};
+  const json whole = send(c, "POST", "/v1/completions", body.dump(), 200);
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  streamed_body["stream_options"] = {{"include_usage", true}};
+  const auto res = post_stream(c, "/v1/completions", streamed_body);
+  ASSERT_TRUE(res);
+  const Events e = events_of(res->body);
+  EXPECT_TRUE(e.done);
+  std::string texts[2], reasons[2];
+  size_t text_events = 0;
+  json usage;
+  for (const json& chunk : e.chunks) {
+    EXPECT_EQ(chunk["object"], "text_completion");
+    EXPECT_EQ(chunk["id"], e.chunks[0]["id"]);
+    if (chunk.contains("usage")) {
+      usage = chunk["usage"];
+      continue;
+    }
+    const json& choice = chunk["choices"][0];
+    const size_t i = choice["index"].get<size_t>();
+    texts[i] += choice["text"].get<std::string>();
+    text_events += choice["text"].get<std::string>().empty() ? 0 : 1;
+    if (!choice["finish_reason"].is_null()) reasons[i] = choice["finish_reason"].get<std::string>();
+  }
+  EXPECT_GT(text_events, 4u) << "the text came in one piece, not as it grew";
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(texts[i], whole["choices"][i]["text"].get<std::string>()) << i;
+    EXPECT_EQ(reasons[i], whole["choices"][i]["finish_reason"].get<std::string>()) << i;
+  }
+  EXPECT_EQ(usage, whole["usage"]);
+}
+
+TEST(ServeCli, CompletionsGiveNChoicesPerPromptInPromptOrder) {
+  Server server;
+  auto c = server.client();
+  const json r = send(c, "POST", "/v1/completions",
+                      json{{"prompt", {"Sense", "Pride"}}, {"n", 2}, {"max_tokens", 4}, {"echo", true},
+                           {"seed", 3}}.dump(),
+                      200);
+  ASSERT_EQ(r["choices"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r["choices"][i]["index"], i);
+    EXPECT_EQ(r["choices"][i]["text"].get<std::string>().rfind(i < 2 ? "Sense" : "Pride", 0), 0u) << i;
+  }
+  EXPECT_NE(r["choices"][0]["text"], r["choices"][1]["text"]) << "n samples of one prompt drew alike";
+}
+
+TEST(ServeCli, ChatCompletionsAnswerWhatTheTemplatesPromptCompletes) {
+  Server server("--chat-template chatml");
+  auto c = server.client();
+  const json chat = send(c, "POST", "/v1/chat/completions",
+                         json{{"messages", {{{"role", "system"}, {"content", "Be brief."}},
+                                            {{"role", "user"}, {"content", "Who is Emma?"}}}},
+                              {"max_tokens", 10},
+                              {"temperature", 0}}.dump(),
+                         200);
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  const json plain = send(c, "POST", "/v1/completions",
+                          json{{"prompt", "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n"
+                                          "Who is Emma?<|im_end|>\n<|im_start|>assistant\n"},
+                               {"max_tokens", 10},
+                               {"temperature", 0},
+                               {"stop", "<|im_end|>"}}.dump(),
+                          200);
+  EXPECT_EQ(chat["choices"][0]["message"]["content"], plain["choices"][0]["text"]);
+  EXPECT_EQ(chat["usage"], plain["usage"]);
+
+  const auto res = post_stream(c, "/v1/chat/completions",
+                               json{{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Who is Emma?"}}}}}}},
+                                    {"max_tokens", 10},
+                                    {"temperature", 0},
+                                    {"stream", true}});
+  ASSERT_TRUE(res);
+  const Events e = events_of(res->body);
+  ASSERT_GE(e.chunks.size(), 2u);
+  EXPECT_EQ(e.chunks[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string content;
+  for (const json& chunk : e.chunks) {
+    EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+  }
+  EXPECT_FALSE(e.chunks.back()["choices"][0]["finish_reason"].is_null());
+  const json same = send(c, "POST", "/v1/chat/completions",
+                         json{{"messages", {{{"role", "user"}, {"content", "Who is Emma?"}}}},
+                              {"max_tokens", 10},
+                              {"temperature", 0}}.dump(),
+                         200);
+  EXPECT_EQ(content, same["choices"][0]["message"]["content"]);
+}
+
+TEST(ServeCli, ChatRequestsWithoutATemplateAreRefusedSayingHowToGiveOne) {
+  Server server;  // GPT-2's tokenizer has no chat template
+  auto c = server.client();
+  const json r = send(c, "POST", "/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "hi"}]})", 400);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("--chat-template"), std::string::npos) << r;
+}
+
+TEST(ServeCli, MetricsCountRequestsByStatusAndTokensGenerated) {
+  Server server;
+  auto c = server.client();
+  send(c, "PUT", "/api", R"({"prompts": ["a", "b"], "tokens_to_generate": 3, "stop_token": -1})", 200);
+  send(c, "PUT", "/api", R"({"prompts": []})", 400);
+  const auto res = c.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+  for (const std::string line : {"megatron_requests_total{endpoint=\"/api\",status=\"200\"} 1\n",
+                                 "megatron_requests_total{endpoint=\"/api\",status=\"400\"} 1\n",
+                                 "megatron_generation_tokens_total 6\n",
+                                 "megatron_queue_depth 0\n",
+                                 "megatron_request_duration_seconds_count 2\n",
+                                 "# TYPE megatron_request_duration_seconds histogram\n"}) {
+    EXPECT_NE(res->body.find(line), std::string::npos) << line << " not in\n" << res->body;
+  }
+}
+
+TEST(ServeCli, UnknownPathsGet404AndWrongMethods405) {
+  Server server;
+  auto c = server.client();
+  const auto missing = c.Get("/v2/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  const auto wrong = c.Get("/v1/completions");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 405);
+  EXPECT_EQ(wrong->get_header_value("Allow"), "POST");
+}
+
 TEST(ServeCli, CtrlCStopsTheServerCleanly) {
   Server server;
   auto c = server.client();
   send(c, "PUT", "/api", R"({"prompts": ["a"], "tokens_to_generate": 2})", 200);
   EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
-  EXPECT_NE(server.err().find("1 request served"), std::string::npos) << server.err();
+  EXPECT_NE(server.err().find("1 request answered"), std::string::npos) << server.err();
 }
 
 TEST(ServeCli, TwoRanksServeWhatOneRankServes) {
