@@ -119,6 +119,11 @@ void attention_cache_append(cudaStream_t stream, const Tensor& qkv, const Attent
 void attention_decode(cudaStream_t stream, const Tensor& qkv, const AttentionShape& shape,
                       int64_t start, float scale, const Tensor& k_cache, const Tensor& v_cache,
                       Tensor& out);
+// Continuous batching (paged_attention.cu): Backend::attention_paged, each row's key and value
+// into its sequence's pool block, then one block per row and head over its sequence's positions.
+void attention_paged(cudaStream_t stream, const Tensor& qkv, const AttentionShape& shape,
+                     const Tensor& positions, const Tensor& block_tables, float scale,
+                     Tensor& k_pool, Tensor& v_pool, Tensor& out);
 
 // Cross-attention (cross_attention.cu): one block per query row (forward, dQ, and the score
 // bias's gradient, which loops over the batch) and per key row of a group (dK/dV, looping over

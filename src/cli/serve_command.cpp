@@ -20,6 +20,7 @@ struct ServeArgs {
   generate::ServeOptions options;
   bool api_key_given = false;  // --api-key or MEGATRON_API_KEY, even if empty
   std::string chat_template;   // a name, auto, or empty: the tokenizer's own when it has one
+  std::string batching = "continuous";
   double request_timeout_s = 30.0;
   double write_timeout_s = 30.0;
 };
@@ -57,6 +58,7 @@ void run_serve(ServeArgs a) {
     } catch (const UserError&) {
     }
   }
+  a.options.continuous = a.batching == "continuous";
   a.options.http.request_timeout = std::chrono::milliseconds(int64_t(a.request_timeout_s * 1000));
   a.options.http.write_timeout = std::chrono::milliseconds(int64_t(a.write_timeout_s * 1000));
   if (a.options.model_name.empty())
@@ -89,6 +91,24 @@ void add_serve_command(CLI::App& app, Actions& actions) {
                   "How /v1/chat/completions renders messages: " + data::chat_template_names() +
                       ", or auto (default: the tokenizer's own, when it has one; without a "
                       "template chat requests are refused)");
+  cmd->add_option("--batching", args->batching,
+                  "continuous (default: requests join and leave the running batch every step, keys "
+                  "and values in blocks of a pool) or static (one request at a time, Megatron's)")
+      ->check(CLI::IsMember({"continuous", "static"}));
+  cmd->add_option("--kv-cache-memory", args->options.kv_cache_mib,
+                  "MiB of keys and values on each rank for continuous batching (default: --max-batch "
+                  "sequences of the model's positions)")
+      ->check(whole_number(int64_t{1} << 30));
+  cmd->add_option("--max-batch", args->options.batch.max_sequences,
+                  "Sequences generating at once under continuous batching (default 32)")
+      ->check(whole_number(4096));
+  cmd->add_option("--block-size", args->options.batch.block_size,
+                  "Positions per key/value block (default 16)")
+      ->check(whole_number(1024));
+  cmd->add_option("--step-tokens", args->options.batch.step_tokens,
+                  "Tokens each step runs at most: one per decoding sequence, then prompt chunks "
+                  "(default 256)")
+      ->check(whole_number(1 << 20));
   cmd->add_option("--max-queue", args->options.max_queue,
                   "Requests waiting at most; more are answered 503 with Retry-After (default 64)")
       ->check(whole_number(1 << 20));

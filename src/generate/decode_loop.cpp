@@ -21,9 +21,10 @@ void record(const LoopOptions& o, std::span<const float> row, int32_t token, Seq
   if (o.top_logprobs > 0) s.top_logprobs.push_back(top_log_probabilities(row, o.top_logprobs));
 }
 
-// Sequence s chose `token` (from `row`, when held here): whether it keeps it and whether it stops.
-void take(const LoopOptions& o, const OnChosen& on_chosen, size_t i, std::span<const float> row,
-          int32_t token, Sequence& s) {
+}  // namespace
+
+void take_token(const LoopOptions& o, const OnChosen& on_chosen, size_t i,
+                std::span<const float> row, int32_t token, Sequence& s) {
   ++s.chosen;
   ++s.position;
   const bool ends = contains(o.end_tokens, token);
@@ -40,8 +41,6 @@ void take(const LoopOptions& o, const OnChosen& on_chosen, size_t i, std::span<c
     finish(s, "length");
   }
 }
-
-}  // namespace
 
 void decode(Stepper& stepper, std::vector<Sequence>& sequences, const LoopOptions& o,
             const OnChosen& on_chosen) {
@@ -94,7 +93,7 @@ void decode(Stepper& stepper, std::vector<Sequence>& sequences, const LoopOption
       } else if (!chooses(s)) {
         finish(s, "length");
       } else {
-        take(o, on_chosen, live[j], row(j), chosen[next++], s);
+        take_token(o, on_chosen, live[j], row(j), chosen[next++], s);
       }
     }
     if (o.top_p_decay > 0.0 && sampling.top_p > 0.0) {

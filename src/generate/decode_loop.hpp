@@ -74,6 +74,13 @@ struct LoopOptions {
 // returning true stops it with "stop" (a stop string found in its text).
 using OnChosen = std::function<bool(size_t i, const Sequence& sequence)>;
 
+// Sequence s (index i) chose `token` from `row` (empty where this rank does not hold it): counts
+// it, keeps it unless it is an end token, records its log-probabilities when asked, and finishes
+// s on an end or stop token, when on_chosen says so, on max_tokens or on max_positions. The rule
+// every decode loop shares.
+void take_token(const LoopOptions& options, const OnChosen& on_chosen, size_t i,
+                std::span<const float> row, int32_t token, Sequence& s);
+
 // Steps until every sequence is done. Each step, a live sequence takes its given token while its
 // position is inside its prompt, else chooses one from its row (Sampling: greedy picks the first
 // largest logit), and stops on an end or stop token, on max_tokens or on max_positions.

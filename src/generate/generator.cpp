@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "generate/decode_loop.hpp"
+#include "generate/text_stream.hpp"
 
 namespace megatron::generate {
 namespace {
@@ -157,13 +158,9 @@ std::vector<Generated> generate(const Engine& e, const std::vector<std::vector<i
     if (!text_each_step) return false;
     std::string& text = texts[b];
     text = generated_text(e, s);
-    size_t cut = std::string::npos;
-    for (const std::string& stop : o.stop) {
-      if (!stop.empty()) cut = std::min(cut, text.find(stop));
-    }
-    if (cut != std::string::npos) text.resize(cut);
+    const bool cut = cut_at_stop(text, o.stop);
     if (on_text) on_text(b, text);
-    return cut != std::string::npos;
+    return cut;
   };
   std::vector<int32_t> end_tokens = o.end_tokens;
   if (o.eod) end_tokens.insert(end_tokens.begin(), *o.eod);

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -15,6 +16,7 @@
 #include "dist/broadcast_text.hpp"
 #include "dist/watchdog.hpp"
 #include "generate/api.hpp"
+#include "generate/batch_engine.hpp"
 #include "generate/chat_api.hpp"
 #include "generate/server_metrics.hpp"
 #include "generate/text_stream.hpp"
@@ -201,6 +203,39 @@ class EventStream {
   std::vector<TextStream> texts_;
 };
 
+// A step message's requests to add (api, body, seed, id) and to cancel, applied on every rank;
+// rank 0 also answers the ones it cannot take. Returns the added requests' parsed forms by id.
+void apply_step(const Served& served, BatchEngine& batch, const json& message,
+                const std::function<void(int64_t, const ApiRequest&, BatchRequest&)>& prepare,
+                const std::function<void(int64_t, const std::string&)>& refused) {
+  for (const json& add : message["add"]) {
+    const Job job{.api = Api(add["api"].get<int>()),
+                  .body = add["body"],
+                  .seed = add["seed"].get<uint64_t>(),
+                  .id = add["id"].get<int64_t>()};
+    try {  // a request that cannot be taken is refused alike on every rank
+      const ApiRequest request = served.parse(job.api, job.body, job.seed);
+      BatchRequest r{.prompts = request.prompts, .options = request.options, .on_text = {}};
+      if (prepare) prepare(job.id, request, r);
+      batch.add(job.id, std::move(r));
+    } catch (const std::exception& e) {
+      if (refused) refused(job.id, e.what());
+    }
+  }
+  for (const json& id : message["cancel"]) batch.cancel(id.get<int64_t>());
+}
+
+void serve_other_rank_continuous(const Served& served, Channel& channel, const BatchOptions& options) {
+  BatchEngine batch(served.engine, options);
+  while (true) {
+    auto [kind, text] = channel.exchange(Message::Idle, "");
+    if (kind == Message::Stop) return;
+    if (kind != Message::Request) continue;
+    apply_step(served, batch, json::parse(text), {}, {});
+    batch.step();
+  }
+}
+
 void serve_other_rank(const Served& served, Channel& channel) {
   while (true) {
     auto [kind, text] = channel.exchange(Message::Idle, "");
@@ -223,7 +258,24 @@ void serve_other_rank(const Served& served, Channel& channel) {
 
 }  // namespace
 
-void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& a) {
+void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& options) {
+  ServeOptions a = options;
+  if (a.continuous) {
+    // The pool: --kv-cache-memory, or room for max_sequences sequences of the model's positions.
+    BatchOptions& b = a.batch;
+    const model::KvCache probe = engine.model.make_pool(engine.backend, 1, b.block_size);
+    int64_t per_block = 0;
+    for (const model::LayerCache& layer : probe.layers) per_block += layer.k.bytes() + layer.v.bytes();
+    const int64_t per_sequence = (engine.max_positions + b.block_size - 1) / b.block_size;
+    b.blocks = a.kv_cache_mib > 0 ? (a.kv_cache_mib << 20) / std::max<int64_t>(per_block, 1)
+                                  : per_sequence * b.max_sequences;
+    if (b.blocks < per_sequence) {
+      throw UserError(fmt::format("--kv-cache-memory {} MiB does not hold one sequence of the model's "
+                                  "{} positions: give at least {} MiB",
+                                  a.kv_cache_mib, engine.max_positions,
+                                  (per_sequence * per_block + (1 << 20) - 1) >> 20));
+    }
+  }
   // A grace of seconds, not training's half second: under mpirun a Ctrl-C reaches mpirun too,
   // which tears the job down while the ranks finalize, and MPI_Finalize then takes that long.
   dist::enable_graceful_stop(std::chrono::seconds(3));
@@ -233,13 +285,17 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
                       .chat_template = a.chat_template,
                       .name = a.model_name};
   Channel channel(world);
-  if (world && world->rank() != 0) return serve_other_rank(served, channel);
+  if (world && world->rank() != 0) {
+    return a.continuous ? serve_other_rank_continuous(served, channel, a.batch)
+                        : serve_other_rank(served, channel);
+  }
 
   ServerMetrics metrics;
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::shared_ptr<Job>> queue;
   std::atomic<bool> draining{false};
+  std::atomic<int64_t> batch_waiting{0};  // continuous batching: requests the engine holds unstarted
   std::random_device entropy;
   uint64_t next_seed = (uint64_t(entropy()) << 32) | entropy();
   int64_t next_id = 0;
@@ -247,8 +303,8 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const auto reply = [&](HttpExchange& ex, const std::string& endpoint, Clock::time_point arrived,
                          int status, const std::string& type, std::string body, HttpHeaders headers = {}) {
+    metrics.answered(endpoint, status, since(arrived));  // first: the client may ask for them next
     ex.respond(status, type, std::move(body), std::move(headers));
-    metrics.answered(endpoint, status, since(arrived));
   };
 
   const auto enqueue = [&](Api api, const std::string& endpoint, const HttpRequest& req,
@@ -274,7 +330,7 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
       return refuse(400, e.what());
     }
     std::unique_lock lock(mutex);
-    if (int64_t(queue.size()) >= a.max_queue) {
+    if (int64_t(queue.size()) + batch_waiting >= a.max_queue) {
       lock.unlock();
       return refuse(503, fmt::format("the server is busy: {} requests are waiting; try again shortly",
                                      a.max_queue),
@@ -377,7 +433,129 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   if (!a.port_file.empty()) std::ofstream(a.port_file) << http.port() << "\n";
 
   int64_t answered = 0;
-  while (true) {
+  const auto start_draining = [&] {
+    if (draining || dist::stop_signal() == 0) return;
+    draining = true;
+    http.stop_accepting();
+    std::lock_guard lock(mutex);
+    spdlog::info("stopping: finishing the requests taken first (a second Ctrl-C ends at once)");
+  };
+  if (a.continuous) {
+    BatchEngine batch(engine, a.batch);
+    spdlog::info("continuous batching: {} key/value blocks of {} positions ({:.1f} MiB on this rank), "
+                 "{} sequences at once, {} tokens per step",
+                 a.batch.blocks, a.batch.block_size, double(batch.pool_bytes()) / double(1 << 20),
+                 a.batch.max_sequences, std::max(a.batch.step_tokens, a.batch.max_sequences));
+    struct Active {
+      std::shared_ptr<Job> job;
+      std::optional<EventStream> events;
+      std::optional<ApiRequest> request;
+      bool cancelling = false;
+    };
+    std::map<int64_t, Active> active;
+    while (true) {
+      start_draining();
+      std::vector<std::shared_ptr<Job>> intake;
+      {
+        std::unique_lock lock(mutex);
+        if (batch.idle()) ready.wait_for(lock, kHeartbeat, [&] { return !queue.empty(); });
+        intake.assign(queue.begin(), queue.end());
+        queue.clear();
+      }
+      json adds = json::array(), cancels = json::array();
+      for (const auto& job : intake) {
+        if (job->exchange->gone()) {  // its client left while it waited
+          metrics.abandoned();
+          continue;
+        }
+        adds.push_back({{"api", int(job->api)}, {"body", job->body}, {"seed", job->seed}, {"id", job->id}});
+        active[job->id].job = job;
+      }
+      for (auto& [id, act] : active) {
+        if (!act.cancelling && act.job->exchange->gone()) {
+          act.cancelling = true;
+          cancels.push_back(id);
+        }
+      }
+      if (adds.empty() && cancels.empty() && batch.idle()) {
+        metrics.queue(0, 0);
+        if (draining) break;
+        channel.exchange(Message::Idle, "");
+        continue;
+      }
+      const json message{{"add", adds}, {"cancel", cancels}};
+      channel.exchange(Message::Request, message.dump());
+      apply_step(
+          served, batch, message,
+          [&](int64_t id, const ApiRequest& request, BatchRequest& r) {
+            Active& act = active[id];
+            act.request = request;
+            if (!act.job->stream) return;
+            act.events.emplace(*act.job, request, a.model_name);
+            r.on_text = [events = &*act.events](size_t i, const std::string& text) { events->grew(i, text); };
+          },
+          [&](int64_t id, const std::string& why) {
+            Active& act = active[id];
+            const std::string message =
+                "the server cannot take this request: " + why + " (--kv-cache-memory, --max-batch)";
+            if (act.events) {
+              act.events->fail(message);
+            } else {
+              reply(*act.job->exchange, act.job->endpoint, act.job->arrived, 503, kJson,
+                    dump(error_body(act.job->api, message)));
+            }
+            active.erase(id);
+          });
+      std::vector<Finished> finished;
+      try {
+        finished = batch.step();
+      } catch (const std::exception& e) {  // every request in hand fails alike
+        for (auto& [id, act] : active) {
+          if (act.events) {
+            act.events->fail(e.what());
+          } else {
+            reply(*act.job->exchange, act.job->endpoint, act.job->arrived, 500, kJson,
+                  dump(error_body(act.job->api, e.what(), "server_error")));
+          }
+        }
+        throw;
+      }
+      batch_waiting = batch.waiting();
+      metrics.queue(batch.waiting(), batch.running());
+      metrics.kv_blocks(batch.blocks_used(), batch.blocks());
+      for (Finished& f : finished) {
+        auto it = active.find(f.id);
+        if (it == active.end()) continue;
+        Active& act = it->second;
+        int64_t prompt = 0, generated = 0;
+        for (const Generated& g : f.results) {
+          prompt += g.prompt_tokens;
+          generated += int64_t(g.tokens.size()) - g.prompt_tokens;
+        }
+        metrics.tokens(prompt, generated);
+        const Job& job = *act.job;
+        if (!f.results.empty() && f.results[0].finish_reason == "cancelled") {
+          metrics.abandoned();
+          spdlog::info("request {}: its client left after {} tokens; stopped", job.id, generated);
+        } else {
+          const double s = since(job.arrived);
+          if (act.request->log) {
+            spdlog::info("request {} ({}): {} prompt{}, {} tokens generated in {:.2f} s", job.id,
+                         api_name(job.api), f.results.size(), f.results.size() == 1 ? "" : "s", generated, s);
+          }
+          if (act.events) {
+            metrics.answered(job.endpoint, 200, s);
+            act.events->finish(*act.request, f.results);
+          } else {
+            reply(*job.exchange, job.endpoint, job.arrived, 200, kJson, dump(served.answer(job, *act.request, f.results)));
+          }
+          ++answered;
+        }
+        active.erase(it);
+      }
+    }
+  }
+  while (!a.continuous) {
     if (!draining && dist::stop_signal() != 0) {
       draining = true;
       http.stop_accepting();
@@ -431,8 +609,8 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
         continue;
       }
       if (events) {
-        events->finish(request, results);
         metrics.answered(job->endpoint, 200, since(job->arrived));
+        events->finish(request, results);
       } else {
         reply(*job->exchange, job->endpoint, job->arrived, 200, kJson, dump(served.answer(*job, request, results)));
       }

@@ -1,6 +1,6 @@
 // The text generation server: Megatron's `PUT /api`, OpenAI's `POST /v1/completions` and
 // `POST /v1/chat/completions` (also without /v1), streamed or not, with GET /health, /metrics and
-// /v1/models; requests queue (bounded) and run one at a time in arrival order. Rank 0 serves HTTP
+// /v1/models; requests queue (bounded) and run continuously batched (or one at a time). Rank 0 serves HTTP
 // (http_server.hpp); every rank runs each request's generation, which rank 0 hands them with a
 // broadcast, and a request whose client has gone stops, queued or running.
 #pragma once
@@ -12,6 +12,7 @@
 
 #include "data/chat_template.hpp"
 #include "dist/communicator.hpp"
+#include "generate/batch_engine.hpp"
 #include "generate/generator.hpp"
 #include "generate/http_server.hpp"
 
@@ -30,6 +31,11 @@ struct ServeOptions {
   // Chat completions render messages with it; without one they are refused.
   std::optional<data::ChatTemplate> chat_template;
   int64_t max_queue = 64;  // requests waiting at most; more are answered 503
+  // Continuous batching (batch_engine.hpp) with this pool and these limits; false: Megatron's
+  // static path, one request at a time with its prompts batched together.
+  bool continuous = true;
+  BatchOptions batch;     // its blocks come from kv_cache_mib
+  int64_t kv_cache_mib = 0;  // the key/value pool on each rank; 0: max_sequences full sequences
   HttpLimits http;
 };
 

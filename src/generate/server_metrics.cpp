@@ -47,6 +47,12 @@ void ServerMetrics::kv_cache(int64_t bytes) {
   kv_cache_bytes_ = bytes;
 }
 
+void ServerMetrics::kv_blocks(int64_t used, int64_t total) {
+  std::lock_guard lock(mutex_);
+  blocks_used_ = used;
+  blocks_ = total;
+}
+
 std::string ServerMetrics::prometheus(Clock::time_point now) const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -78,6 +84,10 @@ std::string ServerMetrics::prometheus(Clock::time_point now) const {
   out += fmt::format("megatron_requests_running {}\n", running_);
   metric("megatron_kv_cache_bytes", "gauge", "Bytes of key/value cache held on this rank.");
   out += fmt::format("megatron_kv_cache_bytes {}\n", kv_cache_bytes_);
+  metric("megatron_kv_cache_blocks_used", "gauge", "Key/value blocks held by running requests (continuous batching).");
+  out += fmt::format("megatron_kv_cache_blocks_used {}\n", blocks_used_);
+  metric("megatron_kv_cache_blocks", "gauge", "Key/value blocks in the pool (continuous batching).");
+  out += fmt::format("megatron_kv_cache_blocks {}\n", blocks_);
   metric("megatron_request_duration_seconds", "histogram",
          "Time from a request's arrival to its answer's end.");
   for (size_t i = 0; i < kLatencyBounds.size(); ++i) {

@@ -25,6 +25,7 @@ class ServerMetrics {
   void tokens(int64_t prompt, int64_t generated, Clock::time_point when = Clock::now());
   void queue(int64_t waiting, int64_t running);
   void kv_cache(int64_t bytes);
+  void kv_blocks(int64_t used, int64_t total);
   // Prometheus' text exposition format, version 0.0.4.
   std::string prometheus(Clock::time_point now = Clock::now()) const;
 
@@ -33,7 +34,7 @@ class ServerMetrics {
   std::map<std::pair<std::string, int>, int64_t> answered_;
   int64_t abandoned_ = 0;
   int64_t prompt_tokens_ = 0, generated_tokens_ = 0;
-  int64_t waiting_ = 0, running_ = 0, kv_cache_bytes_ = 0;
+  int64_t waiting_ = 0, running_ = 0, kv_cache_bytes_ = 0, blocks_used_ = 0, blocks_ = 0;
   std::deque<std::pair<Clock::time_point, int64_t>> recent_;  // generated tokens, last 10 s
   std::vector<int64_t> buckets_;  // request latency, cumulative per kLatencyBounds
   double latency_sum_ = 0.0;

@@ -25,6 +25,16 @@ size_t settled_length(std::string_view text) {
 
 }  // namespace
 
+bool cut_at_stop(std::string& text, const std::vector<std::string>& stops) {
+  size_t cut = std::string::npos;
+  for (const std::string& stop : stops) {
+    if (!stop.empty()) cut = std::min(cut, text.find(stop));
+  }
+  if (cut == std::string::npos) return false;
+  text.resize(cut);
+  return true;
+}
+
 std::string TextStream::next(const std::string& text) {
   if (text.compare(0, sent_.size(), sent_) != 0) return {};  // changed under us: wait for the end
   size_t n = settled_length(text);

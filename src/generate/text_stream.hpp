@@ -8,6 +8,9 @@
 
 namespace megatron::generate {
 
+// Cuts `text` before the first of `stops` it holds; whether it did.
+bool cut_at_stop(std::string& text, const std::vector<std::string>& stops);
+
 class TextStream {
  public:
   explicit TextStream(std::vector<std::string> stops) : stops_(std::move(stops)) {}

@@ -55,6 +55,35 @@ void AttentionCore::position(tensor::Backend& b, Tensor& qkv, int64_t batch, int
   b.rotary(qkv, self_shape(batch, seq), at, inverse);
 }
 
+void AttentionCore::position_rows(tensor::Backend& b, Tensor& qkv,
+                                  const std::vector<int32_t>& positions) const {
+  if (!spec_.rotary) return;
+  // Rows at consecutive positions (a prompt's chunk) rotate in one call; the angles depend on
+  // the position alone, so a run may cross from one sequence into the next.
+  const int64_t rows = int64_t(positions.size());
+  for (int64_t begin = 0; begin < rows;) {
+    int64_t end = begin + 1;
+    while (end < rows && positions[size_t(end)] == positions[size_t(end - 1)] + 1) ++end;
+    Tensor run = qkv.slice(begin, end);
+    tensor::RotaryOptions at = rotary_;
+    at.position_offset = positions[size_t(begin)];
+    b.rotary(run, self_shape(1, end - begin), at, false);
+    begin = end;
+  }
+}
+
+Tensor AttentionCore::forward_paged(tensor::Backend& b, const Tensor& qkv, const PagedRows& rows,
+                                    LayerCache& pool) const {
+  if (!spec_.kv_cache) {
+    throw std::logic_error("AttentionCore: this layer's attention runs without a key/value cache");
+  }
+  const int64_t n = int64_t(rows.positions.size());
+  Tensor out = b.empty({n, heads_.heads * heads_.head_dim}, qkv.dtype());
+  b.attention_paged(qkv, self_shape(n, 1), rows.device_positions, rows.device_tables,
+                    float(1.0 / std::sqrt(double(heads_.head_dim))), pool.k, pool.v, out);
+  return out;
+}
+
 AttentionOutput AttentionCore::forward(const Pass& pass, const Tensor& q, const Tensor* kv,
                                        const AttentionInputs& in) const {
   if (spec_.cross != (kv != nullptr)) {

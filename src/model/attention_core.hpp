@@ -63,6 +63,11 @@ class AttentionCore {
   // the cache's first `start`; their keys and values join the cache. Specs with kv_cache only.
   tensor::Tensor forward_cached(tensor::Backend& b, const tensor::Tensor& qkv, int64_t batch,
                                 int64_t seq, int64_t start, LayerCache& cache) const;
+  // Continuous batching: rotary positions for rows at their own positions (qkv [rows, ...]), and
+  // the attention of each row over its sequence's blocks in the pool.
+  void position_rows(tensor::Backend& b, tensor::Tensor& qkv, const std::vector<int32_t>& positions) const;
+  tensor::Tensor forward_paged(tensor::Backend& b, const tensor::Tensor& qkv, const PagedRows& rows,
+                               LayerCache& pool) const;
 
  private:
   tensor::AttentionShape self_shape(int64_t batch, int64_t seq) const;

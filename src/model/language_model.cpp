@@ -394,4 +394,46 @@ void LanguageModel::decode_by_chunk(tensor::Backend& b, const std::vector<int32_
   lm_head_->logits_by_chunk(b, y, picked, vocab, each, chunk_bytes);
 }
 
+KvCache LanguageModel::make_pool(tensor::Backend& b, int64_t blocks, int64_t block_size) const {
+  return make_cache(b, blocks, block_size);
+}
+
+void LanguageModel::decode_paged(tensor::Backend& b, const std::vector<int32_t>& tokens,
+                                 PagedRows& rows, KvCache& pool,
+                                 const std::vector<int32_t>& logit_rows, int64_t vocab,
+                                 const LmHead::RowLogits& each, int64_t chunk_bytes) const {
+  const int64_t n = int64_t(tokens.size());
+  if (int64_t(rows.positions.size()) != n || rows.max_blocks <= 0 ||
+      int64_t(rows.block_tables.size()) != n * rows.max_blocks || pool.layers.size() != blocks_[0].size()) {
+    throw std::logic_error("decode_paged: tokens, positions and block tables do not match");
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t p = rows.positions[size_t(r)];
+    if (p < 0 || p >= rows.max_blocks * pool.capacity) {
+      throw std::logic_error("decode_paged: a position is past its block table");
+    }
+    for (int64_t i = 0; i <= p / pool.capacity; ++i) {
+      const int32_t block = rows.block_tables[size_t(r * rows.max_blocks + i)];
+      if (block < 0 || block >= pool.batch) throw std::logic_error("decode_paged: a block outside the pool");
+    }
+  }
+  Batch batch{.batch = n, .seq = 1};
+  batch.tokens = b.empty({n}, tensor::DType::I32);
+  b.write(batch.tokens, tokens.data());
+  batch.positions = b.empty({n}, tensor::DType::I32);
+  b.write(batch.positions, rows.positions.data());
+  rows.device_positions = batch.positions;
+  rows.device_tables = b.empty({n, rows.max_blocks}, tensor::DType::I32);
+  b.write(rows.device_tables, rows.block_tables.data());
+  Tensor x = embedding_->forward({.backend = b, .training = false}, batch);
+  for (size_t i = 0; i < blocks_[0].size(); ++i) {
+    x = blocks_[0][i]->forward_paged(b, x, rows, pool.layers[i]);
+  }
+  Norm::Saved norm;
+  const Tensor y = final_norm_->forward(b, x, norm);
+  Tensor picked = b.empty({int64_t(logit_rows.size())}, tensor::DType::I32);
+  b.write(picked, logit_rows.data());
+  lm_head_->logits_by_chunk(b, y, picked, vocab, each, chunk_bytes);
+}
+
 }  // namespace megatron::model

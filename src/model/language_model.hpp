@@ -105,6 +105,14 @@ class LanguageModel {
                        int64_t start, KvCache& cache, const std::vector<int32_t>& logit_rows,
                        int64_t vocab, const LmHead::RowLogits& each,
                        int64_t chunk_bytes = LmHead::kLogitChunkBytes) const;
+  // Continuous batching: a pool of `blocks` key/value blocks of `block_size` positions, and one
+  // step over rows of many sequences, each at its own position (PagedRows), their keys and values
+  // joining the pool; the logits of `logit_rows` go to `each` as decode_by_chunk's do.
+  KvCache make_pool(tensor::Backend& backend, int64_t blocks, int64_t block_size) const;
+  void decode_paged(tensor::Backend& backend, const std::vector<int32_t>& tokens, PagedRows& rows,
+                    KvCache& pool, const std::vector<int32_t>& logit_rows, int64_t vocab,
+                    const LmHead::RowLogits& each,
+                    int64_t chunk_bytes = LmHead::kLogitChunkBytes) const;
 
  private:
   // backend null: a ShapesOnly parameter set (describe).

@@ -189,6 +189,19 @@ Tensor TransformerBlock::forward_cached(tensor::Backend& b, const Tensor& x, int
                      &step);
 }
 
+Tensor TransformerBlock::forward_paged(tensor::Backend& b, const Tensor& x, const PagedRows& rows,
+                                       LayerCache& pool) const {
+  if (tp_.sequence_parallel || spec_.cross_attention) {
+    throw std::logic_error("forward_paged: generation runs decoder-only blocks without sequence "
+                           "parallelism");
+  }
+  const Pass pass{.backend = b, .training = false};
+  BlockActivations unused;
+  CacheStep step{.cache = pool, .start = 0, .paged = &rows};
+  return run_forward(pass, x, Batch{.batch = int64_t(rows.positions.size()), .seq = 1}, unused,
+                     Keep::Nothing, nullptr, &step);
+}
+
 Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Batch& batch,
                                      BlockActivations& saved, Keep keep,
                                      const EncoderMemory* memory, CacheStep* step) const {
@@ -208,11 +221,16 @@ Tensor TransformerBlock::run_forward(const Pass& pass, const Tensor& x, const Ba
     b.qk_norm_forward(qkv_in, shape, q_norm_->value, k_norm_->value, float(config_.norm_eps), qkv,
                       qk_rstd);
   }
-  self_core_.position(b, qkv, batch.batch, batch.seq, step ? step->start : 0, false);
-  AttentionOutput attn =
-      step ? AttentionOutput{.out = self_core_.forward_cached(b, qkv, batch.batch, batch.seq,
-                                                              step->start, step->cache)}
-           : self_core_.forward(pass, qkv, nullptr, self_inputs(batch));
+  AttentionOutput attn;
+  if (step && step->paged) {
+    self_core_.position_rows(b, qkv, step->paged->positions);
+    attn.out = self_core_.forward_paged(b, qkv, *step->paged, step->cache);
+  } else {
+    self_core_.position(b, qkv, batch.batch, batch.seq, step ? step->start : 0, false);
+    attn = step ? AttentionOutput{.out = self_core_.forward_cached(b, qkv, batch.batch, batch.seq,
+                                                                   step->start, step->cache)}
+                : self_core_.forward(pass, qkv, nullptr, self_inputs(batch));
+  }
   Tensor mid = b.empty(x.shape(), x.dtype());
   {
     Tensor proj = parallel::reduce_partial(b, tp_, proj_.forward(b, attn.out));

@@ -75,6 +75,10 @@ class TransformerBlock {
   // values join the cache. No dropout, nothing kept.
   tensor::Tensor forward_cached(tensor::Backend& backend, const tensor::Tensor& x, int64_t batch,
                                 int64_t seq, int64_t start, LayerCache& cache) const;
+  // Continuous batching: row r of x is a token at rows.positions[r] of its sequence, whose keys
+  // and values live in the pool blocks rows names; its key and value join them.
+  tensor::Tensor forward_paged(tensor::Backend& backend, const tensor::Tensor& x,
+                               const PagedRows& rows, LayerCache& pool) const;
   // An empty cache for `batch` sequences of up to `capacity` positions.
   LayerCache make_cache(tensor::Backend& backend, int64_t batch, int64_t capacity) const;
   // Consumes `saved`; returns dx. A block with cross-attention adds its share of the gradient
@@ -99,6 +103,7 @@ class TransformerBlock {
   struct CacheStep {
     LayerCache& cache;
     int64_t start = 0;
+    const PagedRows* paged = nullptr;  // set: the cache is a pool of blocks
   };
   // forward and forward_cached: one body, whose self-attention runs over the cache when `step` is
   // set.

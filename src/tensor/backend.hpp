@@ -181,6 +181,15 @@ class Backend {
   // heads * head_dim]; start + seq <= capacity. No dropout: inference only.
   virtual void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start,
                                 float scale, Tensor& k_cache, Tensor& v_cache, Tensor& out) = 0;
+  // Continuous batching's attention over a paged key/value cache. qkv row r (shape.batch rows,
+  // shape.seq 1) is a token at position positions[r] (I32 [rows]) of the sequence whose pool
+  // blocks are block_tables' row r (I32 [rows, max_blocks]: block i holds its positions
+  // i * block_size..). Every row's key and value are written at its position first; then each
+  // query attends over its sequence's positions 0..positions[r]. k_pool, v_pool: [blocks,
+  // groups, block_size, head_dim] of qkv's dtype; out [rows, heads * head_dim].
+  virtual void attention_paged(const Tensor& qkv, const AttentionShape& shape,
+                               const Tensor& positions, const Tensor& block_tables, float scale,
+                               Tensor& k_pool, Tensor& v_pool, Tensor& out) = 0;
 
   // Cross-attention (CrossAttentionShape's layouts), with the whole score matrix of a head
   // materialised: out [batch * q_seq, heads * head_dim] (q's dtype), lse f32 [batch, heads,

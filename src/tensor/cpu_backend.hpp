@@ -81,6 +81,9 @@ class CpuBackend final : public Backend {
                           const AttentionOptions& options, Tensor& dqkv) override;
   void attention_cached(const Tensor& qkv, const AttentionShape& shape, int64_t start, float scale,
                         Tensor& k_cache, Tensor& v_cache, Tensor& out) override;
+  void attention_paged(const Tensor& qkv, const AttentionShape& shape, const Tensor& positions,
+                       const Tensor& block_tables, float scale, Tensor& k_pool, Tensor& v_pool,
+                       Tensor& out) override;
   void cross_attention_forward(const Tensor& q, const Tensor& kv, const CrossAttentionShape& shape,
                                const AttentionOptions& options, Tensor& out, Tensor& lse) override;
   void cross_attention_backward(const Tensor& q, const Tensor& kv, const Tensor& out,

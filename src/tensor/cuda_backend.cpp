@@ -627,6 +627,13 @@ void CudaBackend::attention_cached(const Tensor& qkv, const AttentionShape& shap
   kernels::attention_decode(state_->stream(), qkv, shape, start, scale, k_cache, v_cache, out);
 }
 
+void CudaBackend::attention_paged(const Tensor& qkv, const AttentionShape& shape,
+                                  const Tensor& positions, const Tensor& block_tables, float scale,
+                                  Tensor& k_pool, Tensor& v_pool, Tensor& out) {
+  kernels::attention_paged(state_->stream(), qkv, shape, positions, block_tables, scale, k_pool,
+                           v_pool, out);
+}
+
 void CudaBackend::cross_attention_forward(const Tensor& q, const Tensor& kv,
                                           const CrossAttentionShape& shape,
                                           const AttentionOptions& options, Tensor& out,

@@ -425,6 +425,17 @@ void ProfilingBackend::attention_cached(const Tensor& qkv, const AttentionShape&
   });
   inner_->attention_cached(qkv, shape, start, scale, k_cache, v_cache, out);
 }
+void ProfilingBackend::attention_paged(const Tensor& qkv, const AttentionShape& shape,
+                                       const Tensor& positions, const Tensor& block_tables,
+                                       float scale, Tensor& k_pool, Tensor& v_pool, Tensor& out) {
+  Scope s(*this, "attention_paged", [&] {
+    // The positions live on the device: the cost is given per row, not per key.
+    return Cost{fmt::format("{} rows, paged", shape.batch), qkv.dtype(),
+                4.0 * double(shape.batch) * double(shape.heads) * double(shape.head_dim),
+                bytes_of({&qkv, &out, &positions, &block_tables})};
+  });
+  inner_->attention_paged(qkv, shape, positions, block_tables, scale, k_pool, v_pool, out);
+}
 void ProfilingBackend::cross_attention_forward(const Tensor& q, const Tensor& kv,
                                                const CrossAttentionShape& shape,
                                                const AttentionOptions& options, Tensor& out,

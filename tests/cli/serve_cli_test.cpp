@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <thread>
 
 #include "cli/gpt2_checkpoint.hpp"
@@ -428,20 +429,55 @@ TEST(ServeCli, CtrlCStopsTheServerCleanly) {
   EXPECT_NE(server.err().find("1 request answered"), std::string::npos) << server.err();
 }
 
-TEST(ServeCli, TwoRanksServeWhatOneRankServes) {
-  json answers[2];
-  for (int i = 0; i < 2; ++i) {
-    Server server(i == 0 ? "" : "--nproc 2");
-    auto c = server.client();
-    answers[i] = send(c, "PUT", "/api",
-                      R"({"prompts": ["It is a truth", "She"], "tokens_to_generate": 6, "top_k": 1,
-                          "stop_token": -1})", 200);
-    // Under mpirun a signal reaches the launcher, which exits 1 for the interruption however
-    // cleanly the ranks stop: only that it ends, and that no rank reports an error, is checked.
-    server.stop(SIGTERM);
-    EXPECT_EQ(server.err().find("megatron: error"), std::string::npos) << server.err();
+TEST(ServeCli, TwoRanksServeWhatOneRankServesBatchedEitherWay) {
+  for (const std::string batching : {"continuous", "static"}) {
+    json answers[2];
+    for (int i = 0; i < 2; ++i) {
+      Server server("--batching " + batching + (i == 0 ? "" : " --nproc 2"));
+      auto c = server.client();
+      answers[i] = send(c, "PUT", "/api",
+                        R"({"prompts": ["It is a truth", "She"], "tokens_to_generate": 6, "top_k": 1,
+                            "stop_token": -1})", 200);
+      // Under mpirun a signal reaches the launcher, which exits 1 for the interruption however
+      // cleanly the ranks stop: only that it ends, and that no rank reports an error, is checked.
+      server.stop(SIGTERM);
+      EXPECT_EQ(server.err().find("megatron: error"), std::string::npos) << server.err();
+    }
+    EXPECT_EQ(answers[0]["tokens"], answers[1]["tokens"]) << batching;
   }
-  EXPECT_EQ(answers[0]["tokens"], answers[1]["tokens"]);
+}
+
+TEST(ServeCli, ContinuousBatchingAnswersConcurrentClientsAsTheStaticPathDoes) {
+  const std::vector<std::string> prompts = {"It is a truth", "She", "Emma Woodhouse, handsome", "A"};
+  std::map<std::string, std::vector<json>> answers;
+  for (const std::string batching : {"continuous", "static"}) {
+    Server server("--batching " + batching + " --max-batch 3 --step-tokens 4");
+    std::vector<json>& got = answers[batching];
+    got.resize(prompts.size());
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      clients.emplace_back([&, i] {
+        auto c = server.client();
+        got[i] = send(c, "POST", "/v1/completions",
+                      json{{"prompt", prompts[i]}, {"max_tokens", 12}, {"temperature", 0}}.dump(), 200);
+      });
+    }
+    for (auto& t : clients) t.join();
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(answers["continuous"][i]["choices"], answers["static"][i]["choices"]) << prompts[i];
+  }
+}
+
+TEST(ServeCli, AKeyValuePoolTooSmallForOneSequenceIsRefusedAtStart) {
+  // A block of 1024 positions of 2 layers' 128 keys and values in f32 is 2 MiB: 1 MiB holds none.
+  const auto r = run_megatron("serve " + checkpoint().string() + kGpt2 +
+                              " --threads 1 --port 0 --block-size 1024 --kv-cache-memory 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kv-cache-memory 1 MiB does not hold one sequence of the model's 128 "
+                       "positions: give at least 2 MiB"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace serve_cli_test
