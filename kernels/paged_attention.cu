@@ -92,7 +92,10 @@ void attention_paged(cudaStream_t stream, const Tensor& qkv, const AttentionShap
   require(shape.batch >= 0 && shape.seq == 1 && shape.head_dim > 0 && shape.groups > 0 &&
               shape.heads > 0 && shape.heads % shape.groups == 0,
           op, "bad shape (one position per row; heads a positive multiple of groups)");
-  for (const Tensor* t : {&qkv, &positions, &block_tables, &out}) require_device(*t, op);
+  require_device(qkv, op);
+  require_device(positions, op);
+  require_device(block_tables, op);
+  require_device(out, op);
   require_device(k_pool, op);
   require_device(v_pool, op);
   require(k_pool.shape().size() == 4 && k_pool.shape() == v_pool.shape() &&
