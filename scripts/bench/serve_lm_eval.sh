@@ -8,7 +8,10 @@
 # (and ask for one generated token beyond it), so their windows are not the hf model's and the
 # totals differ by ~1e-4 for reasons of windowing, not scoring. Every metric and every request's
 # log-likelihood and is_greedy must agree within --rtol; the whole-process times of both are
-# printed.
+# printed. Then `local-chat-completions` (the OpenAI chat API, lm-eval applying no template of its
+# own: the server's chatml renders the messages) runs a greedy generate_until task of corpus
+# openings, and each of its answers must equal `megatron generate --chat-template chatml`'s for the
+# same prompt.
 #
 #   scripts/bench/serve_lm_eval.sh [--checkpoint CKPT] [--iters N] [--threads T] [--rtol R]
 #
@@ -64,7 +67,7 @@ fi
   --fewshot 3 >/dev/null
 
 "$megatron" serve "$checkpoint" --threads "$threads" --host 127.0.0.1 --port 0 --port-file "$work/port" \
-  >"$work/serve.log" 2>&1 &
+  --chat-template chatml >"$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 600); do [[ -s "$work/port" ]] && break; sleep 0.1; done
 [[ -s "$work/port" ]] || { cat "$work/serve.log" >&2; exit 1; }
@@ -94,4 +97,52 @@ run_pair() {  # name lm-eval-task megatron-args...
 run_pair cloze mt_cloze --task cloze --data "$work/tasks/cloze.jsonl"
 run_pair multiple_choice mt_choice --task multiple-choice --data "$work/tasks/choice.jsonl"
 echo
-"$python" "$peer" compare --megatron-dir "$work/ours" --lm-eval-dir "$work/theirs" --rtol "$rtol"
+status=0
+"$python" "$peer" compare --megatron-dir "$work/ours" --lm-eval-dir "$work/theirs" --rtol "$rtol" || status=1
+
+# Chat: lm-eval's local-chat-completions against megatron generate with the same template.
+"$python" - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+words = " ".join(json.loads(l)["text"] for l in open("data/corpora/austen.jsonl")).split()
+with open(f"{w}/chat.jsonl", "w") as f:
+    for i in range(8):
+        f.write(json.dumps({"prompt": "Continue: " + " ".join(words[i * 50:i * 50 + 12]), "target": ""}) + "\n")
+open(f"{w}/tasks/tasks/mt_chat.yaml", "w").write(f"""task: mt_chat
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {w}/chat.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: prompt
+doc_to_target: target
+generation_kwargs:
+  until: ["\\n\\n"]
+  max_gen_toks: 16
+  do_sample: false
+  temperature: 0
+metric_list:
+  - metric: exact_match
+""")
+PY
+chat_url="http://127.0.0.1:$(cat "$work/port")/v1/chat/completions"
+"$python" -m lm_eval --model local-chat-completions --apply_chat_template \
+  --model_args "model=megatron,base_url=$chat_url,num_concurrent=4,max_retries=1" \
+  --include_path "$work/tasks/tasks" --tasks mt_chat --output_path "$work/theirs/chat" --log_samples \
+  >"$work/theirs-chat.log" 2>&1 || { tail -30 "$work/theirs-chat.log" >&2; exit 1; }
+"$megatron" generate "$checkpoint" --threads "$threads" --prompts "$work/chat.jsonl" --chat-template chatml \
+  --greedy --max-tokens 16 --stop $'\n\n' --output "$work/ours-chat.jsonl" 2>/dev/null
+"$python" - "$work" <<'PY' || status=1
+import glob, json, sys
+w = sys.argv[1]
+ours = [json.loads(l)["text"] for l in open(f"{w}/ours-chat.jsonl")]
+theirs = {}
+for l in open(glob.glob(f"{w}/theirs/chat/**/samples_mt_chat*.jsonl", recursive=True)[0]):
+    d = json.loads(l)
+    theirs[d["doc_id"]] = d["resps"][0][0]
+equal = sum(ours[i] == theirs[i] for i in range(len(ours)))
+print(f"local-chat-completions: {equal}/{len(ours)} answers equal megatron generate --chat-template chatml's")
+sys.exit(0 if equal == len(ours) else 1)
+PY
+exit $status

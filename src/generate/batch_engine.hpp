@@ -15,14 +15,16 @@
 #include "generate/decode_loop.hpp"
 #include "generate/generator.hpp"
 #include "model/kv_cache.hpp"
+#include "plan/serving.hpp"
 
 namespace megatron::generate {
 
 struct BatchOptions {
-  int64_t block_size = 16;     // positions per key/value block
-  int64_t blocks = 0;          // the pool
-  int64_t max_sequences = 32;  // running at once
-  int64_t step_tokens = 256;   // rows per step at most: one per decoding sequence, then prompts
+  int64_t block_size = plan::kServeBlockSize;      // positions per key/value block
+  int64_t blocks = 0;                              // the pool
+  int64_t max_sequences = plan::kServeSequences;   // running at once
+  int64_t step_tokens = plan::kServeStepTokens;    // rows per step at most: one per decoding
+                                                   // sequence, then prompt chunks
 };
 
 // One request: its prompts (each a sequence), how to generate them, and (rank 0) a listener for

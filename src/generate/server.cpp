@@ -275,6 +275,12 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
                                   a.kv_cache_mib, engine.max_positions,
                                   (per_sequence * per_block + (1 << 20) - 1) >> 20));
     }
+    if (!world || world->rank() == 0) {
+      spdlog::info("continuous batching: {} key/value blocks of {} positions ({} bytes on this rank), "
+                   "{} sequences at once, {} tokens per step",
+                   b.blocks, b.block_size, b.blocks * per_block, b.max_sequences,
+                   std::max(b.step_tokens, b.max_sequences));
+    }
   }
   // A grace of seconds, not training's half second: under mpirun a Ctrl-C reaches mpirun too,
   // which tears the job down while the ranks finalize, and MPI_Finalize then takes that long.
@@ -442,10 +448,6 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
   };
   if (a.continuous) {
     BatchEngine batch(engine, a.batch);
-    spdlog::info("continuous batching: {} key/value blocks of {} positions ({:.1f} MiB on this rank), "
-                 "{} sequences at once, {} tokens per step",
-                 a.batch.blocks, a.batch.block_size, double(batch.pool_bytes()) / double(1 << 20),
-                 a.batch.max_sequences, std::max(a.batch.step_tokens, a.batch.max_sequences));
     struct Active {
       std::shared_ptr<Job> job;
       std::optional<EventStream> events;

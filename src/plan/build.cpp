@@ -9,6 +9,7 @@
 #include "plan/memory.hpp"
 #include "plan/model_config.hpp"
 #include "plan/parameters.hpp"
+#include "plan/serving.hpp"
 #include "plan/schedule.hpp"
 #include "plan/shape.hpp"
 #include "plan/stages.hpp"
@@ -41,9 +42,14 @@ Plan build_plan(const recipe::CompiledRecipe& compiled, const Placement& placeme
     size_t layers = 0;
     for (const Stage& stage : plan.stages) layers = std::max(layers, stage.layers.size());
     const double element = x.dtype == recipe::DType::F32 ? 4.0 : 2.0;
+    const int64_t positions = compiled.derived.max_position_embeddings;
+    const int64_t blocks = serve_blocks(positions);
     plan.generation = {.kv_cache_bytes_per_token = 2.0 * double(layers) * double(x.g / x.t) *
                                                    double(x.d) * element,
-                       .max_positions = compiled.derived.max_position_embeddings};
+                       .max_positions = positions};
+    plan.generation.serve_pool_bytes = plan.generation.kv_cache_bytes_per_token *
+                                       double(kServeSequences * blocks * kServeBlockSize);
+    plan.generation.block_table_bytes = 4.0 * double(kServeStepTokens) * double(blocks + 1);
   }
   return plan;
 }

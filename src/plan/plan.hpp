@@ -101,6 +101,10 @@ struct Estimate {
 struct Generation {
   double kv_cache_bytes_per_token = 0;  // 2 (keys, values) x layers x g / t x d x dtype bytes
   int64_t max_positions = 0;            // a sequence's cache holds this many at most
+  // megatron serve's default pool (plan/serving.hpp): kServeSequences sequences of max_positions
+  // in blocks; and the block tables and positions one step of kServeStepTokens rows sends.
+  double serve_pool_bytes = 0;
+  double block_table_bytes = 0;
 };
 
 struct Plan {

@@ -60,7 +60,9 @@ nlohmann::json to_json(const Plan& plan, const recipe::CompiledRecipe& compiled)
                   {"hardware_per_iteration", plan.flops.hardware_per_iteration}};
   out["tokens_per_iteration"] = plan.tokens_per_iteration;
   out["generation"] = {{"kv_cache_bytes_per_token", plan.generation.kv_cache_bytes_per_token},
-                       {"max_positions", plan.generation.max_positions}};
+                       {"max_positions", plan.generation.max_positions},
+                       {"serve_pool_bytes", plan.generation.serve_pool_bytes},
+                       {"block_table_bytes", plan.generation.block_table_bytes}};
   const Communication& c = plan.communication;
   out["communication"] = {{"tensor_parallel", c.tensor_parallel},
                           {"pipeline_parallel", c.pipeline_parallel},

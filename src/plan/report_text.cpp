@@ -4,6 +4,7 @@
 
 #include "plan/hardware.hpp"
 #include "plan/report.hpp"
+#include "plan/serving.hpp"
 #include "plan/units.hpp"
 
 namespace megatron::plan {
@@ -134,6 +135,9 @@ void memory_section(std::ostringstream& out, const Plan& plan,
                        "megatron generate/serve)\n",
                        bytes_text(g.kv_cache_bytes_per_token * double(g.max_positions)),
                        g.max_positions, bytes_text(g.kv_cache_bytes_per_token));
+    out << fmt::format("  serve pool   {:>11}  KV blocks for {} sequences (megatron serve's default; "
+                       "block tables {} per step)\n",
+                       bytes_text(g.serve_pool_bytes), kServeSequences, bytes_text(g.block_table_bytes));
   }
 }
 

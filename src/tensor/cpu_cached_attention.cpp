@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "tensor/cpu_attend_row.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/cpu_dispatch.hpp"
 
@@ -97,30 +98,10 @@ void CpuBackend::attention_cached(const Tensor& qkv, const AttentionShape& shape
               const auto* qrow = q_all + (b * l.seq + t) * l.width + l.query_column(h);
               for (int64_t d = 0; d < l.dim; ++d) q[size_t(d)] = cpu::load(qrow, d);
               const int64_t n = start + t + 1;  // causal: keys up to this query's position
-              float max = -std::numeric_limits<float>::infinity();
-              for (int64_t j = 0; j < n; ++j) {
-                const auto* k = kc + j * l.dim;
-                float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                for (int64_t d = 0; d < l.dim; ++d) dot += q[size_t(d)] * cpu::load(k, d);
-                s[size_t(j)] = dot * scale;
-                max = std::max(max, s[size_t(j)]);
-              }
-              float sum = 0.0f;
-              for (int64_t j = 0; j < n; ++j) {
-                s[size_t(j)] = std::exp(s[size_t(j)] - max);
-                sum += s[size_t(j)];
-              }
-              std::fill(o.begin(), o.end(), 0.0f);
-              for (int64_t j = 0; j < n; ++j) {
-                const auto* v = vc + j * l.dim;
-                const float p = s[size_t(j)];
-#pragma omp simd
-                for (int64_t d = 0; d < l.dim; ++d) o[size_t(d)] += p * cpu::load(v, d);
-              }
-              auto* orow = o_all + (b * l.seq + t) * l.heads * l.dim + h * l.dim;
-              const float inv = 1.0f / sum;
-              for (int64_t d = 0; d < l.dim; ++d) cpu::store(orow, d, o[size_t(d)] * inv);
+              cpu::attend_row(
+                  q, n, scale, [&](int64_t j) { return kc + j * l.dim; },
+                  [&](int64_t j) { return vc + j * l.dim; }, s, o,
+                  o_all + (b * l.seq + t) * l.heads * l.dim + h * l.dim);
             }
           }
         }

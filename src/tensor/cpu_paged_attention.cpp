@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "tensor/cpu_attend_row.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/cpu_dispatch.hpp"
 
@@ -78,30 +79,9 @@ void CpuBackend::attention_paged(const Tensor& qkv, const AttentionShape& shape,
             s.resize(static_cast<size_t>(n));
             const auto* qrow = src + r * width + query_column(h);
             for (int64_t d = 0; d < dim; ++d) q[size_t(d)] = cpu::load(qrow, d);
-            float max = -std::numeric_limits<float>::infinity();
-            for (int64_t j = 0; j < n; ++j) {
-              const auto* k = k_all + at(r, g, j);
-              float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-              for (int64_t d = 0; d < dim; ++d) dot += q[size_t(d)] * cpu::load(k, d);
-              s[size_t(j)] = dot * scale;
-              max = std::max(max, s[size_t(j)]);
-            }
-            float sum = 0.0f;
-            for (int64_t j = 0; j < n; ++j) {
-              s[size_t(j)] = std::exp(s[size_t(j)] - max);
-              sum += s[size_t(j)];
-            }
-            std::fill(o.begin(), o.end(), 0.0f);
-            for (int64_t j = 0; j < n; ++j) {
-              const auto* v = v_all + at(r, g, j);
-              const float p = s[size_t(j)];
-#pragma omp simd
-              for (int64_t d = 0; d < dim; ++d) o[size_t(d)] += p * cpu::load(v, d);
-            }
-            auto* orow = o_all + r * heads * dim + h * dim;
-            const float inv = 1.0f / sum;
-            for (int64_t d = 0; d < dim; ++d) cpu::store(orow, d, o[size_t(d)] * inv);
+            cpu::attend_row(
+                q, n, scale, [&](int64_t j) { return k_all + at(r, g, j); },
+                [&](int64_t j) { return v_all + at(r, g, j); }, s, o, o_all + r * heads * dim + h * dim);
           }
         }
       });

@@ -3,6 +3,7 @@
 // local-completions sends to score a continuation) and /v1/chat/completions, streamed as
 // server-sent events or whole, its metrics, HTTP 400 with a JSON error for malformed requests
 // while it keeps serving, and Ctrl-C (SIGINT) stopping it cleanly.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -467,6 +468,16 @@ TEST(ServeCli, ContinuousBatchingAnswersConcurrentClientsAsTheStaticPathDoes) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(answers["continuous"][i]["choices"], answers["static"][i]["choices"]) << prompts[i];
   }
+}
+
+TEST(ServeCli, TheDefaultKeyValuePoolIsWhatThePlanCountsForIt) {
+  const CommandResult plan = run_megatron("plan recipes/gpt-tiny.yaml model.num_layers=2 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const double pool = json::parse(plan.out)["generation"]["serve_pool_bytes"];
+  Server server;
+  EXPECT_NE(server.err().find(fmt::format("({} bytes on this rank), 32 sequences at once", int64_t(pool))),
+            std::string::npos)
+      << server.err();
 }
 
 TEST(ServeCli, AKeyValuePoolTooSmallForOneSequenceIsRefusedAtStart) {

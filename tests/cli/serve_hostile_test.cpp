@@ -120,6 +120,15 @@ double peak_mib(pid_t pid) {
   return -1;
 }
 
+// What a 64 MiB body may cost the server on the way to its limit: the body and the buffer it
+// grew out of. AddressSanitizer keeps freed buffers in its quarantine (256 MiB by default) and
+// adds its own to that.
+#ifdef __SANITIZE_ADDRESS__
+constexpr double kFloodBoundMib = 448.0;
+#else
+constexpr double kFloodBoundMib = 192.0;
+#endif
+
 const std::string kShort = R"({"prompts": ["a"], "tokens_to_generate": 2})";
 
 TEST(ServeHostile, TricklingClientsNeitherHoldUpOthersNorOutstayTheRequestTimeout) {
@@ -205,7 +214,7 @@ TEST(ServeHostile, AChunkedFloodIsRefusedWithA413AndMemoryStaysBounded) {
   ASSERT_EQ(answer.size(), 1u);
   EXPECT_EQ(answer[0].first, 413);
   // The body limit is 64 MiB: what was held on the way to it, and never more.
-  EXPECT_LT(peak_mib(server.pid()) - before, 192.0);
+  EXPECT_LT(peak_mib(server.pid()) - before, kFloodBoundMib);
   Socket real(server.port());
   real.write(request("PUT", "/api", kShort));
   EXPECT_EQ(responses(real.read(std::chrono::seconds(20), "]]}"))[0].first, 200);

@@ -47,7 +47,7 @@ const std::map<std::string, Uses>& allowed() {
       {"ckpt", {.rooms = {"core", "dist", "model", "recipe", "tensor"}}},
       {"train", {.rooms = {"ckpt", "core", "data", "dist", "model", "optim", "parallel", "plan",
                            "recipe", "tensor"}}},
-      {"generate", {.rooms = {"core", "data", "dist", "model", "parallel", "tensor"}}},
+      {"generate", {.rooms = {"core", "data", "dist", "model", "parallel", "plan", "tensor"}}},
       {"eval", {.rooms = {"ckpt", "core", "data", "dist", "generate", "model", "parallel", "plan",
                           "recipe", "tensor", "train"}}},
       {"launch", {.rooms = {"ckpt", "core", "dist", "plan", "recipe"}}},

@@ -9,29 +9,14 @@
 
 #include <map>
 
-#include "data/tokenizer.hpp"
-#include "model/language_model.hpp"
-#include "tensor/cpu_backend.hpp"
+#include "generate/tiny_gpt.hpp"
 
 namespace megatron::generate {
 namespace batch_engine_test {
 
-struct Fixture {
-  tensor::CpuBackend backend{1};
-  model::ModelConfig config = [] {
-    model::ModelConfig c{.num_layers = 2, .hidden = 32, .heads = 4, .groups = 2, .head_dim = 8,
-                         .ffn = 64, .vocab = 64, .padded_vocab = 64, .seq_length = 32,
-                         .max_positions = 32, .init_std = 0.5};
-    c.position = model::PositionEmbedding::Rotary;
-    return c;
-  }();
-  model::LanguageModel model{backend, config};
-  std::unique_ptr<data::Tokenizer> tokenizer = data::make_tokenizer(
-      data::TokenizerKind::Gpt2Bpe,
-      {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
-       .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
-  Engine engine{.backend = backend, .model = model, .tokenizer = *tokenizer, .max_positions = 32, .vocab = 64};
-  Fixture() { model.initialise(11); }
+// The model of every test here (tiny_gpt.hpp), with 32 positions.
+struct Fixture : megatron::test_support::TinyGpt {
+  Fixture() : TinyGpt(32) {}
 };
 
 GenerateOptions greedy(int64_t tokens) {

@@ -10,6 +10,7 @@
 
 #include "data/tokenizer.hpp"
 #include "generate/generator.hpp"
+#include "generate/tiny_gpt.hpp"
 #include "model/language_model.hpp"
 #include "tensor/cpu_backend.hpp"
 #include "tensor/host_io.hpp"
@@ -17,25 +18,8 @@
 namespace megatron::generate {
 namespace generator_test {
 
-// A 2-layer GPT over the first 64 ids of the GPT-2 vocabulary (single characters, so any id
-// decodes), with rotary positions, so that decode steps use the offset.
-struct Fixture {
-  tensor::CpuBackend backend{1};
-  model::ModelConfig config = [] {
-    model::ModelConfig c{.num_layers = 2, .hidden = 32, .heads = 4, .groups = 2, .head_dim = 8,
-                         .ffn = 64, .vocab = 64, .padded_vocab = 64, .seq_length = 16,
-                         .max_positions = 16, .init_std = 0.5};
-    c.position = model::PositionEmbedding::Rotary;
-    return c;
-  }();
-  model::LanguageModel model{backend, config};
-  std::unique_ptr<data::Tokenizer> tokenizer = data::make_tokenizer(
-      data::TokenizerKind::Gpt2Bpe,
-      {.vocab_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/vocab.json",
-       .merge_file = std::string(MEGATRON_SOURCE_DIR) + "/data/tokenizers/gpt2/merges.txt"});
-  Engine engine{.backend = backend, .model = model, .tokenizer = *tokenizer, .max_positions = 16, .vocab = 64};
-  Fixture() { model.initialise(11); }
-};
+// The model of every test here (tiny_gpt.hpp): 16 positions.
+struct Fixture : megatron::test_support::TinyGpt {};
 
 GenerateOptions greedy(int64_t tokens) {
   GenerateOptions o;
