@@ -79,9 +79,14 @@ void CpuBackend::attention_paged(const Tensor& qkv, const AttentionShape& shape,
             s.resize(static_cast<size_t>(n));
             const auto* qrow = src + r * width + query_column(h);
             for (int64_t d = 0; d < dim; ++d) q[size_t(d)] = cpu::load(qrow, d);
+            // Copies the accessors capture: clang's OpenMP outlining does not carry variables of
+            // the enclosing function and lambdas into a lambda nested in the parallel region.
+            const auto where = at;
+            const auto* keys = k_all;
+            const auto* values = v_all;
             cpu::attend_row(
-                q, n, scale, [&](int64_t j) { return k_all + at(r, g, j); },
-                [&](int64_t j) { return v_all + at(r, g, j); }, s, o, o_all + r * heads * dim + h * dim);
+                q, n, scale, [&](int64_t j) { return keys + where(r, g, j); },
+                [&](int64_t j) { return values + where(r, g, j); }, s, o, o_all + r * heads * dim + h * dim);
           }
         }
       });
