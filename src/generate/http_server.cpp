@@ -71,14 +71,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // A connection past the limit: 503 without reading its request.
   void reject() {
-    keep_alive_ = false;
-    phase_ = Phase::Answering;
-    auto res = std::make_shared<http::response<http::string_body>>(http::status::service_unavailable, 11);
-    res->set(http::field::retry_after, "1");
-    fill(*res, "application/json",
-         error_json("the server has too many connections open; try again shortly"));
-    out_.push_back({.kind = Part::Whole, .whole = std::move(res)});
-    pump();
+    answer_error(503, "the server has too many connections open; try again shortly",
+                 {{"Retry-After", "1"}});
   }
 
   void close() {
@@ -222,12 +216,14 @@ class Session : public std::enable_shared_from_this<Session> {
     answer_error(400, "malformed HTTP request: " + ec.message());
   }
 
-  // An answer to a request that could not be read, then the connection closes.
-  void answer_error(int status, const std::string& message) {
+  // An answer to a request that could not be read (or a connection refused), then the
+  // connection closes.
+  void answer_error(int status, const std::string& message, const HttpHeaders& headers = {}) {
     deadline_.cancel();
     keep_alive_ = false;
     phase_ = Phase::Answering;
     auto res = std::make_shared<http::response<http::string_body>>(http::int_to_status(unsigned(status)), 11);
+    for (const auto& [name, value] : headers) res->set(name, value);
     fill(*res, "application/json", error_json(message));
     out_.push_back({.kind = Part::Whole, .whole = std::move(res)});
     pump();

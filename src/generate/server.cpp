@@ -12,6 +12,8 @@
 #include <mutex>
 #include <random>
 
+#include <unistd.h>
+
 #include "core/error.hpp"
 #include "dist/broadcast_text.hpp"
 #include "dist/watchdog.hpp"
@@ -71,6 +73,7 @@ struct Job {
   std::string endpoint;
   bool stream = false;
   std::shared_ptr<HttpExchange> exchange;
+  std::optional<ApiRequest> request;  // parsed once, as it arrived
   Clock::time_point arrived;
 };
 
@@ -203,9 +206,11 @@ class EventStream {
   std::vector<TextStream> texts_;
 };
 
-// A step message's requests to add (api, body, seed, id) and to cancel, applied on every rank;
-// rank 0 also answers the ones it cannot take. Returns the added requests' parsed forms by id.
+// A step message's requests to add (api, body, seed, id) and to cancel, applied on every rank.
+// Rank 0 brings the requests it parsed on arrival (`parsed`), a listener for each (`prepare`),
+// and answers the ones the engine cannot take (`refused`); the other ranks parse the bodies.
 void apply_step(const Served& served, BatchEngine& batch, const json& message,
+                const std::function<const ApiRequest*(int64_t)>& parsed,
                 const std::function<void(int64_t, const ApiRequest&, BatchRequest&)>& prepare,
                 const std::function<void(int64_t, const std::string&)>& refused) {
   for (const json& add : message["add"]) {
@@ -214,7 +219,8 @@ void apply_step(const Served& served, BatchEngine& batch, const json& message,
                   .seed = add["seed"].get<uint64_t>(),
                   .id = add["id"].get<int64_t>()};
     try {  // a request that cannot be taken is refused alike on every rank
-      const ApiRequest request = served.parse(job.api, job.body, job.seed);
+      const ApiRequest* known = parsed ? parsed(job.id) : nullptr;
+      const ApiRequest request = known ? *known : served.parse(job.api, job.body, job.seed);
       BatchRequest r{.prompts = request.prompts, .options = request.options, .on_text = {}};
       if (prepare) prepare(job.id, request, r);
       batch.add(job.id, std::move(r));
@@ -225,13 +231,26 @@ void apply_step(const Served& served, BatchEngine& batch, const json& message,
   for (const json& id : message["cancel"]) batch.cancel(id.get<int64_t>());
 }
 
+// The engine with its pool; a pool the device cannot hold is a flag to lower, not a crash.
+std::unique_ptr<BatchEngine> make_batch(const Engine& engine, const BatchOptions& options) {
+  try {
+    return std::make_unique<BatchEngine>(engine, options);
+  } catch (const std::bad_alloc&) {
+  } catch (const RuntimeFailure&) {  // the GPU's out of memory
+  }
+  throw UserError(fmt::format("cannot allocate the key/value pool of {} blocks: give a smaller "
+                              "--kv-cache-memory (or --max-batch)",
+                              options.blocks));
+}
+
 void serve_other_rank_continuous(const Served& served, Channel& channel, const BatchOptions& options) {
-  BatchEngine batch(served.engine, options);
+  const std::unique_ptr<BatchEngine> made = make_batch(served.engine, options);
+  BatchEngine& batch = *made;
   while (true) {
     auto [kind, text] = channel.exchange(Message::Idle, "");
     if (kind == Message::Stop) return;
     if (kind != Message::Request) continue;
-    apply_step(served, batch, json::parse(text), {}, {});
+    apply_step(served, batch, json::parse(text), {}, {}, {});
     batch.step();
   }
 }
@@ -274,6 +293,15 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
                                   "{} positions: give at least {} MiB",
                                   a.kv_cache_mib, engine.max_positions,
                                   (per_sequence * per_block + (1 << 20) - 1) >> 20));
+    }
+    // On the CPU the pool is host memory: more than half the machine's would leave too little
+    // for the model and end in the kernel's out-of-memory kill, not a message.
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const int64_t memory = pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : 0;
+    if (engine.backend.device() == tensor::Device::Cpu && memory > 0 && b.blocks * per_block > memory / 2) {
+      throw UserError(fmt::format("the key/value pool would take {} MiB, more than half of this "
+                                  "machine's {} MiB: give a smaller --kv-cache-memory (or --max-batch)",
+                                  (b.blocks * per_block) >> 20, memory >> 20));
     }
     if (!world || world->rank() == 0) {
       spdlog::info("continuous batching: {} key/value blocks of {} positions ({} bytes on this rank), "
@@ -331,7 +359,8 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
       job->seed = next_seed++;
     }
     try {  // checked here, so that a bad request never reaches the queue or the other ranks
-      job->stream = served.parse(api, job->body, job->seed).stream;
+      job->request = served.parse(api, job->body, job->seed);
+      job->stream = job->request->stream;
     } catch (const ApiError& e) {
       return refuse(400, e.what());
     }
@@ -447,11 +476,11 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
     spdlog::info("stopping: finishing the requests taken first (a second Ctrl-C ends at once)");
   };
   if (a.continuous) {
-    BatchEngine batch(engine, a.batch);
+    const std::unique_ptr<BatchEngine> made = make_batch(engine, a.batch);
+    BatchEngine& batch = *made;
     struct Active {
       std::shared_ptr<Job> job;
       std::optional<EventStream> events;
-      std::optional<ApiRequest> request;
       bool cancelling = false;
     };
     std::map<int64_t, Active> active;
@@ -489,9 +518,9 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
       channel.exchange(Message::Request, message.dump());
       apply_step(
           served, batch, message,
+          [&](int64_t id) -> const ApiRequest* { return &*active.at(id).job->request; },
           [&](int64_t id, const ApiRequest& request, BatchRequest& r) {
             Active& act = active[id];
-            act.request = request;
             if (!act.job->stream) return;
             act.events.emplace(*act.job, request, a.model_name);
             r.on_text = [events = &*act.events](size_t i, const std::string& text) { events->grew(i, text); };
@@ -541,15 +570,15 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
           spdlog::info("request {}: its client left after {} tokens; stopped", job.id, generated);
         } else {
           const double s = since(job.arrived);
-          if (act.request->log) {
+          if (act.job->request->log) {
             spdlog::info("request {} ({}): {} prompt{}, {} tokens generated in {:.2f} s", job.id,
                          api_name(job.api), f.results.size(), f.results.size() == 1 ? "" : "s", generated, s);
           }
           if (act.events) {
             metrics.answered(job.endpoint, 200, s);
-            act.events->finish(*act.request, f.results);
+            act.events->finish(*act.job->request, f.results);
           } else {
-            reply(*job.exchange, job.endpoint, job.arrived, 200, kJson, dump(served.answer(job, *act.request, f.results)));
+            reply(*job.exchange, job.endpoint, job.arrived, 200, kJson, dump(served.answer(job, *act.job->request, f.results)));
           }
           ++answered;
         }
@@ -594,7 +623,7 @@ void serve(const Engine& engine, dist::Communicator* world, const ServeOptions& 
       const OnText on_text = [&](size_t i, const std::string& text) {
         if (events) events->grew(i, text);
       };
-      const ApiRequest request = served.parse(job->api, job->body, job->seed);
+      const ApiRequest& request = *job->request;
       if (job->stream) events.emplace(*job, request, a.model_name);
       const std::vector<Generated> results =
           served.run(*job, request, job->stream ? on_text : OnText{}, cancelled, stats);

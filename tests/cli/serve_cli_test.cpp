@@ -480,6 +480,15 @@ TEST(ServeCli, TheDefaultKeyValuePoolIsWhatThePlanCountsForIt) {
       << server.err();
 }
 
+TEST(ServeCli, AKeyValuePoolBeyondTheMachinesMemoryIsRefusedAtStart) {
+  const auto r = run_megatron("serve " + checkpoint().string() + kGpt2 +
+                              " --threads 1 --port 0 --kv-cache-memory 1073741824");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the key/value pool would take 1073741824 MiB, more than half of this machine's"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(ServeCli, AKeyValuePoolTooSmallForOneSequenceIsRefusedAtStart) {
   // A block of 1024 positions of 2 layers' 128 keys and values in f32 is 2 MiB: 1 MiB holds none.
   const auto r = run_megatron("serve " + checkpoint().string() + kGpt2 +
